@@ -1,0 +1,54 @@
+# rdmabench: the README's commands. `make run` and `make test` install what is missing
+# (Debian packages when root, Python packages into .venv), build, then run or test.
+SHELL := /bin/bash
+BUILD ?= build
+VENV ?= .venv
+DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-dev nlohmann-json3-dev \
+        libfmt-dev libgtest-dev iproute2
+RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
+
+.PHONY: all deps venv build run test unit e2e pytest compare report clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing Debian packages; run: sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: python/pyproject.toml $(shell find python/rdmabench_report -name '*.py' 2>/dev/null)
+	@[ -x $(VENV)/bin/python ] || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip >/dev/null
+	$(VENV)/bin/pip install -q pytest matplotlib ./python
+	@touch $@
+
+build: deps
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	ninja -C $(BUILD)
+
+run: build
+	$(BUILD)/rdmabench $(RUN_FLAGS)
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure
+
+pytest: build venv
+	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e python/tests
+
+test: build venv
+	cd $(BUILD) && ctest --output-on-failure
+	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e python/tests
+
+compare: build
+	bench/compare.sh $(BUILD)/rdmabench
+
+clean:
+	rm -rf $(BUILD) $(VENV)

@@ -1,0 +1,232 @@
+#include "cli.hh"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench/sizes.hh"
+#include "bench/spec_json.hh"
+#include "core/affinity.hh"
+#include "transport/registry.hh"
+
+namespace rb::app {
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t e = s.find(',', pos);
+    if (e == std::string::npos) e = s.size();
+    out.push_back(s.substr(pos, e - pos));
+    pos = e + 1;
+  }
+  return out;
+}
+
+Status parse_warmup(const std::string& w, bench::RunSpec& s) {
+  s.warmup_given = true;
+  if (!w.empty() && w.back() == 's') {
+    char* end = nullptr;
+    double v = strtod(w.c_str(), &end);
+    if (end != w.c_str() + w.size() - 1 || v < 0)
+      return {Errc::invalid_argument, fmt::format("--warmup '{}': give iterations (1000) or seconds (2s, 0.5s)", w)};
+    s.warmup_s = v;
+    return {};
+  }
+  char* end = nullptr;
+  unsigned long long v = strtoull(w.c_str(), &end, 10);
+  if (w.empty() || *end || w[0] == '-')
+    return {Errc::invalid_argument, fmt::format("--warmup '{}': give iterations (1000) or seconds (2s, 0.5s)", w)};
+  s.warmup_iters = v;
+  return {};
+}
+
+const char* kDescription =
+    "rdmabench: RDMA WRITE/READ and SEND/RECV throughput, message rate and latency between a client and a server.\n"
+    "  rdmabench --server [--addr IP:PORT]          serve runs (one after another) until stopped\n"
+    "  rdmabench --addr IP:PORT [run flags]         run against a server\n"
+    "  rdmabench [--loopback] [run flags]           start a server child on 127.0.0.1 and run against it\n"
+    "  rdmabench --list                             transports and providers usable here\n";
+
+}  // namespace
+
+Result<Command> parse_command_line(int argc, char** argv) {
+  Command cmd;
+  auto& s = cmd.spec;
+  CLI::App app{kDescription, "rdmabench"};
+  app.get_formatter()->column_width(34);
+  bool server = false, loopback = false, list = false, version = false, read_alias = false;
+  std::string addr, transport = "ofi", op, mode, size = "64K", warmup, random_space, thread_gap, local_mr, cpus,
+                    server_cpus;
+  uint64_t iters = 0;
+  double duration = 0;
+  int ready_fd = -1;
+
+  auto* g_role = "Role";
+  app.add_flag("--server", server, "wait for clients and serve their runs")->group(g_role);
+  app.add_option("--addr", addr, "server address HOST:PORT (default port 7471; server default 0.0.0.0:7471)")->group(g_role);
+  app.add_flag("--loopback", loopback, "run a server child on 127.0.0.1 (the default with no --addr)")->group(g_role);
+  app.add_flag("--once", cmd.server.once, "server: exit after serving one run")->group(g_role);
+  app.add_flag("--list", list, "list transports and libfabric providers usable on this machine")->group(g_role);
+  app.add_flag("--version", version, "print the version")->group(g_role);
+  app.add_option("--ready-fd", ready_fd, "internal: write the listening port to this fd")->group("");
+
+  auto* g_tr = "Transport";
+  app.add_option("-t,--transport", transport, "ofi (libfabric picks), ofi:shm, ofi:tcp, ofi:<provider>")
+      ->capture_default_str()->group(g_tr);
+  app.add_option("--domain", s.domain, "libfabric domain (NIC) of this side; default: the interface carrying --addr")->group(g_tr);
+
+  auto* g_run = "Run";
+  app.add_option("--op", op, "write | read | send, or a list: write,send (default write)")->group(g_run);
+  app.add_flag("--read", read_alias, "same as --op read")->group(g_run);
+  app.add_option("--mode", mode, "bw (stream) | lat (ping-pong) | bw,lat (default bw)")->group(g_run);
+  app.add_option("-s,--size,--payload", size, "bytes per op: 64, a list 64,4K,1M, a range 2:8M, or all (2..8M)")
+      ->capture_default_str()->group(g_run);
+  app.add_option("-n,--iters", iters, "ops per thread (default bw 5000, lat 10000)")->group(g_run);
+  app.add_option("-D,--duration,--life", duration, "seconds per measurement instead of --iters")->group(g_run);
+  app.add_option("--warmup", warmup, "warm-up per thread, never counted: iterations (1000) or seconds (2s); "
+                                     "default iters/10 (min 16), or duration/10 (max 1s)")->group(g_run);
+  app.add_option("--threads", s.threads, "client threads, each with its own endpoint, CQ and buffers")
+      ->capture_default_str()->group(g_run);
+  app.add_option("--cpus", cpus, "pin this side's threads: 0,1 or 0-3 (thread i -> i-th CPU)")->group(g_run);
+  app.add_option("--server-cpus", server_cpus, "--loopback: pin the server child's threads")->group(g_run);
+  app.add_option("-b,--batch,--batch-size", s.batch, "ops posted per doorbell (FI_MORE on all but the last)")
+      ->capture_default_str()->group(g_run);
+  app.add_option("-d,--depth", s.depth, "ops outstanding per thread in bw mode")->capture_default_str()->group(g_run);
+  app.add_option("--signal", s.signal, "request one completion every N ops")->capture_default_str()->group(g_run);
+  app.add_option("--repeat", s.repeat, "run every measurement N times; the table shows mean±stdev")
+      ->capture_default_str()->group(g_run);
+  app.add_option("--timeout", s.timeout_s, "seconds without progress before a run fails")->capture_default_str()->group(g_run);
+  app.add_option("--seed", s.seed, "seed of random targets and data patterns")->group(g_run);
+
+  auto* g_addr = "Addressing (write/read)";
+  app.add_option("--random-space", random_space, "targets drawn at random (64 B aligned) in a remote region of this size")
+      ->group(g_addr);
+  app.add_option("--thread-gap", thread_gap, "each thread confined to its own slice of this size (multiple of 64)")
+      ->group(g_addr);
+  app.add_flag("--fixed", s.fixed, "each thread always targets the start of its slice (the default without --random-space)")
+      ->group(g_addr);
+  app.add_option("--local-mr", local_mr, "local buffer per thread (default batch x size)")->group(g_addr);
+
+  auto* g_out = "Output";
+  app.add_flag("--validate", s.validate, "check every byte moved against a pattern; a mismatch fails the run")->group(g_out);
+  app.add_option("--report-interval", s.report_interval, "print live lines every N seconds (per thread and total)")->group(g_out);
+  app.add_flag("--cpu-util", s.cpu_util, "report user+sys CPU of each side over the measured window")->group(g_out);
+  app.add_option("--json", cmd.client.json_path, "append one JSON object per measurement (JSON Lines)")->group(g_out);
+  app.add_option("--csv", cmd.client.csv_path, "append one CSV row per measurement")->group(g_out);
+  app.add_flag("-q,--quiet", cmd.server.quiet, "server: no log lines")->group(g_out);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    cmd.kind = Command::Kind::help;
+    cmd.help = app.help();
+    return cmd;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    return Status(Errc::invalid_argument, what + "; see rdmabench --help");
+  }
+
+  if (version) {
+    cmd.kind = Command::Kind::version;
+    return cmd;
+  }
+  if (list) {
+    cmd.kind = Command::Kind::list;
+    return cmd;
+  }
+  auto given = [&](const char* name) { return app.count(name) > 0; };
+  s.batch_given = given("--batch");
+  s.depth_given = given("--depth");
+  s.signal_given = given("--signal");
+
+  auto [tname, prov] = transport::split_transport(transport);
+  s.transport = tname;
+  s.provider = prov;
+  if (!transport::find_transport(tname)) {
+    std::string names;
+    for (auto& e : transport::registry()) names += (names.empty() ? "" : ", ") + e.name;
+    return Status(Errc::invalid_argument, fmt::format("-t {}: unknown transport; choose one of: {}", transport, names));
+  }
+  if (read_alias && !op.empty() && op != "read")
+    return Status(Errc::invalid_argument, fmt::format("--read and --op {} disagree: --read means --op read; give one", op));
+  if (read_alias) op = "read";
+  if (!op.empty()) {
+    s.ops.clear();
+    for (auto& o : split_list(op)) {
+      auto p = bench::parse_op(o);
+      if (!p) return p.status();
+      s.ops.push_back(*p);
+    }
+  }
+  if (!mode.empty()) {
+    s.modes.clear();
+    for (auto& m : split_list(mode)) {
+      auto p = bench::parse_mode(m);
+      if (!p) return p.status();
+      s.modes.push_back(*p);
+    }
+  }
+  auto sizes = bench::parse_size_list(size, "--size");
+  if (!sizes) return sizes.status();
+  s.sizes = *sizes;
+  s.iters = iters;
+  if (given("--iters") && iters == 0) return Status(Errc::invalid_argument, "--iters 0: must be at least 1");
+  if (given("--duration") && duration <= 0)
+    return Status(Errc::invalid_argument, fmt::format("--duration {}: must be > 0 seconds", duration));
+  s.duration_s = duration;
+  if (!warmup.empty()) {
+    Status w = parse_warmup(warmup, s);
+    if (!w) return w;
+  }
+  auto bytes = [&](const std::string& text, const char* flag, uint64_t& out) -> Status {
+    if (text.empty()) return {};
+    auto v = bench::parse_bytes(text, flag);
+    if (!v) return v.status();
+    if (*v == 0) return {Errc::invalid_argument, fmt::format("{} 0: must be > 0 (leave it out for the default)", flag)};
+    out = *v;
+    return {};
+  };
+  for (auto [t, f, o] : {std::tuple{&random_space, "--random-space", &s.random_space},
+                         std::tuple{&thread_gap, "--thread-gap", &s.thread_gap}, std::tuple{&local_mr, "--local-mr", &s.local_mr}}) {
+    Status b = bytes(*t, f, *o);
+    if (!b) return b;
+  }
+  if (!cpus.empty()) {
+    auto c = parse_cpu_list(cpus, "--cpus");
+    if (!c) return c.status();
+    s.cpus = *c;
+  }
+  if (!server_cpus.empty()) {
+    auto c = parse_cpu_list(server_cpus, "--server-cpus");
+    if (!c) return c.status();
+    cmd.server_cpus = *c;
+  }
+
+  if (server) {
+    if (loopback) return Status(Errc::invalid_argument, "--server and --loopback: choose one");
+    cmd.kind = Command::Kind::server;
+    auto hp = bootstrap::parse_host_port(addr.empty() ? "0.0.0.0" : addr, kDefaultPort, "--addr");
+    if (!hp) return hp.status();
+    cmd.server.listen = *hp;
+    cmd.server.domain = s.domain;
+    cmd.server.cpus = s.cpus;
+    cmd.server.ready_fd = ready_fd;
+    return cmd;
+  }
+  if (cmd.server.once) return Status(Errc::invalid_argument, "--once applies to --server only");
+  Status st = bench::check(s);
+  if (!st) return st;
+  if (loopback || addr.empty()) {
+    if (!addr.empty()) return Status(Errc::invalid_argument, "--loopback and --addr: choose one (--loopback picks its own port)");
+    cmd.kind = Command::Kind::loopback;
+    return cmd;
+  }
+  cmd.kind = Command::Kind::client;
+  auto hp = bootstrap::parse_host_port(addr, kDefaultPort, "--addr");
+  if (!hp) return hp.status();
+  cmd.client.server = *hp;
+  return cmd;
+}
+
+}  // namespace rb::app

@@ -1,0 +1,85 @@
+// rdmabench: parse the command line, then run as client, server, or both (--loopback).
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/client.hh"
+#include "bench/server.hh"
+#include "cli.hh"
+#include "list.hh"
+#include "loopback_server.hh"
+
+namespace {
+
+// Ctrl-C and SIGTERM are taken by one thread (sigwait) and turned into a flag the run polls.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR1);  // our own wake-up at exit
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this] {
+      int sig = 0;
+      while (sigwait(&set_, &sig) == 0) {
+        if (sig == SIGUSR1 && done_.load()) return;
+        if (sig == SIGINT || sig == SIGTERM) {
+          if (stop_.exchange(true)) {
+            fmt::print(stderr, "\nrdmabench: second interrupt, exiting now\n");
+            _exit(130);
+          }
+        }
+      }
+    });
+  }
+  ~SignalWatcher() {
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  const std::atomic<bool>& stop() const { return stop_; }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> stop_{false}, done_{false};
+  std::thread thread_;
+};
+
+int exit_code(const rb::Status& s) {
+  if (s.is_ok()) return 0;
+  fmt::print(stderr, "rdmabench: error: {}\n", s.message());
+  switch (s.code()) {
+    case rb::Errc::invalid_argument: return 2;
+    case rb::Errc::interrupted: return 130;
+    default: return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using Kind = rb::app::Command::Kind;
+  auto cmd = rb::app::parse_command_line(argc, argv);
+  if (!cmd) return exit_code(cmd.status());
+  switch (cmd->kind) {
+    case Kind::help: fmt::print("{}", cmd->help); return 0;
+    case Kind::version: fmt::print("rdmabench {}\n", RDMABENCH_VERSION); return 0;
+    case Kind::list: return rb::app::print_list();
+    default: break;
+  }
+  SignalWatcher signals;
+  if (cmd->kind == Kind::server) return exit_code(rb::bench::run_server(cmd->server, signals.stop()));
+  if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, signals.stop()));
+
+  auto child = rb::app::LoopbackServer::start(cmd->server_cpus);
+  if (!child) return exit_code(child.status());
+  cmd->client.server = {"127.0.0.1", child->port()};
+  rb::Status st = rb::bench::run_client(cmd->spec, cmd->client, signals.stop());
+  child->finish(st.is_ok() ? 5 : 1);
+  return exit_code(st);
+}

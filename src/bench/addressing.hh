@@ -1,0 +1,29 @@
+#pragma once
+// Where each op lands in the remote region (the DMA bench's addressing modes):
+//   fixed        thread t always targets offset t*gap
+//   random-space every thread draws 64 B-aligned offsets anywhere in [0, random_space)
+//   thread-gap   thread t draws 64 B-aligned offsets inside its slice [t*gap, (t+1)*gap)
+// An op never crosses the end of its range.
+#include <cstdint>
+
+#include "bench/spec.hh"
+#include "core/rng.hh"
+
+namespace rb::bench {
+
+class AddressGen {
+ public:
+  AddressGen(const RunSpec& s, int thread, uint64_t size, uint64_t seed);
+  uint64_t next() {
+    if (slots_ <= 1) return base_;
+    return base_ + rng_.below(slots_) * kAlign;
+  }
+  uint64_t lo() const { return base_; }
+  uint64_t hi() const { return base_ + span_; }  // exclusive end of the range ops may touch
+
+ private:
+  uint64_t base_ = 0, span_ = 0, slots_ = 1;
+  Rng rng_;
+};
+
+}  // namespace rb::bench

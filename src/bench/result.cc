@@ -1,0 +1,63 @@
+#include "bench/result.hh"
+
+#include <algorithm>
+#include <memory>
+
+#include "bench/worker.hh"
+
+namespace rb::bench {
+
+LatencySummary summarize(const HistogramSnapshot& h) {
+  LatencySummary l;
+  if (!h.count) return l;
+  l.min = double(h.min) / 1e3;
+  l.p50 = h.percentile(0.50) / 1e3;
+  l.avg = h.mean() / 1e3;
+  l.p99 = h.percentile(0.99) / 1e3;
+  l.p999 = h.percentile(0.999) / 1e3;
+  l.p9999 = h.percentile(0.9999) / 1e3;
+  l.max = double(h.max) / 1e3;
+  l.stdev = h.stdev() / 1e3;
+  return l;
+}
+
+const char* lat_kind_of(const Phase& p) {
+  if (p.mode == Mode::bw) return "completion";
+  return p.op == Op::read ? "round_trip" : "half_round_trip";
+}
+
+PhaseResult collect(const Phase& phase, const std::vector<std::unique_ptr<ThreadState>>& threads, const Clock& clk) {
+  PhaseResult r;
+  r.phase = phase;
+  r.lat_kind = lat_kind_of(phase);
+  uint64_t begin = UINT64_MAX, end = 0;
+  for (auto& tp : threads) {
+    const ThreadState& t = *tp;
+    if (!t.t_begin) continue;
+    uint64_t t_end = t.t_end ? t.t_end : clk.now();
+    begin = std::min(begin, t.t_begin);
+    end = std::max(end, t_end);
+    ThreadFigures f;
+    f.thread = t.index;
+    f.iterations = t.ops.load();
+    f.seconds = clk.to_s(t_end - t.t_begin);
+    if (f.seconds > 0) {
+      f.gbps = double(t.bytes.load()) * 8 / f.seconds / 1e9;
+      f.mops = double(f.iterations) / f.seconds / 1e6;
+    }
+    r.per_thread.push_back(f);
+    r.iterations += f.iterations;
+    r.bytes += t.bytes.load();
+    r.hist.merge(t.hist.snapshot());
+  }
+  if (end > begin) r.duration_s = clk.to_s(end - begin);
+  if (r.duration_s > 0) {
+    r.gbytes_per_s = double(r.bytes) / r.duration_s / 1e9;
+    r.gbps = r.gbytes_per_s * 8;
+    r.mops = double(r.iterations) / r.duration_s / 1e6;
+  }
+  r.lat = summarize(r.hist);
+  return r;
+}
+
+}  // namespace rb::bench

@@ -1,0 +1,260 @@
+#include "bench/server.hh"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/pattern.hh"
+#include "bench/session.hh"
+#include "bench/spec_json.hh"
+#include "bench/worker.hh"
+#include "core/cpu_usage.hh"
+
+namespace rb::bench {
+namespace {
+
+using nlohmann::json;
+
+json error_msg(const Status& s) { return {{"type", "error"}, {"code", int(s.code())}, {"message", s.message()}}; }
+
+// Checks the region after a validated write stream: fully covered granules hold the pattern,
+// partly covered ones hold pattern or zero, untouched ones are still zero.
+Status check_region(const uint8_t* region, uint64_t len, const std::vector<uint8_t>& cover, uint64_t seed, uint64_t size) {
+  for (uint64_t g = 0; g * kAlign < len; ++g) {
+    uint64_t off = g * kAlign, n = std::min<uint64_t>(kAlign, len - off);
+    uint8_t c = g < cover.size() ? cover[g] : kCoverNone;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint8_t v = region[off + i], want = pattern_byte(seed, off + i);
+      bool ok = c == kCoverFull ? v == want : c == kCoverPartial ? (v == want || v == 0) : v == 0;
+      if (!ok)
+        return {Errc::validation,
+                fmt::format("write of {} B: byte at remote offset {:#x} is {:#04x}, expected {} ({})", size, off + i, v,
+                            c == kCoverNone ? "0x00" : fmt::format("{:#04x}", want),
+                            c == kCoverNone ? "no write targeted it: a write landed out of place"
+                                            : "a write to this granule was lost or corrupted")};
+    }
+  }
+  return {};
+}
+
+class ServeOne {
+ public:
+  ServeOne(bootstrap::Channel& ch, const ServerOptions& o, const std::atomic<bool>& stop) : ch_(ch), o_(o), stop_(stop) {}
+
+  Status run() {
+    auto hello = ch_.recv_json(30, &stop_);
+    if (!hello) return hello.status();
+    if (hello->value("type", "") != "hello") return {Errc::io, "control protocol error: expected hello"};
+    auto spec = spec_from_json(hello->value("spec", json::object()));
+    if (!spec) return reject(spec.status());
+    s_ = spec.value();
+    Status st = check(s_);
+    if (!st) return reject(st);
+    transport::TransportOptions topt{s_.provider, o_.domain, ch_.local_ip(), s_.validate};
+    auto sess = open_session(s_, topt, s_.region_bytes(), rx_max());
+    if (!sess) return reject(sess.status());
+    sess_ = std::move(sess.value());
+    caps_ = sess_->domain->caps();
+    st = ch_.send_json({{"type", "ready"}, {"eps", endpoint_addresses(*sess_)}, {"region", region_json(sess_->mr->remote())},
+                        {"info", info_json(sess_->domain->info())}});
+    if (!st) return st;
+    auto conn = ch_.recv_json(30, &stop_);
+    if (!conn) return conn.status();
+    try {
+      st = connect_endpoints(*sess_, conn->at("eps"), region_from_json(conn->at("region")));
+    } catch (const json::exception& e) {
+      st = Status(Errc::io, fmt::format("control protocol error: {}", e.what()));
+    }
+    if (!st) return reject(st);
+    st = ch_.send_json({{"type", "ok"}});
+    if (!st) return st;
+    if (!o_.quiet)
+      fmt::print(stderr, "rdmabench server: run from {} over {}:{} ({} threads)\n", ch_.peer(), s_.transport,
+                 sess_->domain->info().provider, s_.threads);
+    while (true) {
+      auto m = ch_.recv_json(0, &stop_);
+      if (!m) return m.status();
+      std::string type = m->value("type", "");
+      if (type == "bye") return {};
+      if (type != "phase") return {Errc::io, "control protocol error: expected phase or bye, got " + type};
+      st = phase(*m);
+      if (!st) return st;
+    }
+  }
+
+ private:
+  uint32_t rx_max() const { return std::max<uint32_t>(2, s_.depth); }
+
+  Status reject(const Status& s) {
+    (void)ch_.send_json(error_msg(s));
+    return s;
+  }
+
+  Status phase(const json& m) {
+    Phase ph;
+    auto op = parse_op(m.value("op", ""));
+    auto mode = parse_mode(m.value("mode", ""));
+    if (!op || !mode) return reject({Errc::io, "control protocol error: bad phase"});
+    ph.op = *op;
+    ph.mode = *mode;
+    ph.size = m.value("size", uint64_t(0));
+    ph.repeat = m.value("repeat", 0);
+    std::atomic<bool> abort{false};
+    PhaseContext pc;
+    pc.spec = &s_;
+    pc.phase = ph;
+    pc.clock = &clock_;
+    pc.seed = m.value("seed", uint64_t(0));
+    pc.abort = &abort;
+
+    uint8_t* region = sess_->memory.data();
+    const uint64_t gap = s_.gap(), rlen = s_.region_bytes();
+    if (ph.op == Op::read && s_.validate) fill_pattern(region, rlen, pc.seed, 0);
+    if (ph.op == Op::write) std::memset(region, 0, rlen);  // validation and echo detection start from zero
+
+    // Send phases get a receive ring of their own, registered for this phase only.
+    uint32_t slots = ph.mode == Mode::lat ? 2 : rx_slots_for(s_, ph.size, caps_);
+    AlignedBuffer ring;
+    std::unique_ptr<transport::MemoryRegion> ring_mr;
+    if (ph.op == Op::send) {
+      ring = AlignedBuffer(uint64_t(s_.threads) * slots * align_up(ph.size));
+      if (!ring) return reject({Errc::unavailable, "server cannot allocate its receive ring"});
+      auto r = sess_->domain->register_memory(ring.data(), ring.size());
+      if (!r) return reject(r.status());
+      ring_mr = std::move(r.value());
+    }
+    std::vector<std::unique_ptr<ThreadState>> ts;
+    for (int t = 0; t < s_.threads; ++t) {
+      auto st = std::make_unique<ThreadState>();
+      st->index = t;
+      st->ep = sess_->eps[size_t(t)].get();
+      st->mr = ring_mr ? ring_mr.get() : sess_->mr.get();
+      st->area_off = ring_mr ? uint64_t(t) * slots * align_up(ph.size) : 0;
+      ts.push_back(std::move(st));
+    }
+    std::vector<std::thread> threads;
+    const uint64_t per_thread = s_.local_bytes_per_thread();
+    for (auto& t : ts) {
+      int cpu = o_.cpus.empty() ? -1 : o_.cpus[size_t(t->index) % o_.cpus.size()];
+      uint64_t echo = uint64_t(t->index) * per_thread + align_up(s_.local_area());
+      threads.emplace_back(run_server_thread, std::ref(*t), std::ref(pc), uint64_t(t->index) * gap, echo, slots, cpu);
+    }
+    auto stop_all = [&] {
+      abort.store(true);
+      for (auto& th : threads)
+        if (th.joinable()) th.join();
+    };
+    Status st = ch_.send_json({{"type", "go"}});
+    if (!st) {
+      stop_all();
+      return st;
+    }
+    CpuTimes cpu0 = CpuTimes::now();
+    auto tick0 = std::chrono::steady_clock::now();
+    json end;
+    Status worker_failure;
+    while (true) {
+      for (auto& t : ts)
+        if (t->exited.load() && !t->status && worker_failure.is_ok()) worker_failure = t->status;
+      if (!worker_failure.is_ok()) {
+        stop_all();
+        return reject(worker_failure);
+      }
+      if (stop_.load()) {
+        stop_all();
+        return reject({Errc::interrupted, "server stopped"});
+      }
+      pollfd pf{ch_.fd(), POLLIN, 0};
+      if (::poll(&pf, 1, 50) <= 0) continue;
+      auto msg = ch_.recv_json(10, &stop_);
+      if (!msg) {
+        stop_all();
+        return msg.status();
+      }
+      std::string type = msg->value("type", "");
+      if (type == "mark") {
+        cpu0 = CpuTimes::now();
+        tick0 = std::chrono::steady_clock::now();
+        continue;
+      }
+      if (type != "end") {
+        stop_all();
+        return {Errc::io, "control protocol error: expected end, got " + type};
+      }
+      end = *msg;
+      break;
+    }
+    std::vector<uint8_t> cover;
+    if (end.value("coverage", false)) {
+      auto b = ch_.recv_bytes(30, &stop_);
+      if (!b) {
+        stop_all();
+        return b.status();
+      }
+      cover = std::move(b.value());
+    }
+    // Every message the client sent must arrive before the phase ends: none may be lost.
+    Status lost;
+    if (ph.op == Op::send) {
+      auto sent = end.value("sent", json::array());
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.timeout_s);
+      for (size_t t = 0; t < ts.size() && t < sent.size(); ++t) {
+        uint64_t want = sent[t].get<uint64_t>();
+        while (ts[t]->ops.load() < want && std::chrono::steady_clock::now() < deadline && !ts[t]->exited.load())
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (ts[t]->ops.load() < want && lost.is_ok())
+          lost = Status(Errc::validation, fmt::format("thread {}: {} messages sent, {} received within {:.0f} s", t, want,
+                                                      ts[t]->ops.load(), s_.timeout_s));
+      }
+    }
+    CpuTimes cpu1 = CpuTimes::now();
+    double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - tick0).count();
+    stop_all();
+    for (auto& t : ts)
+      if (!t->status && lost.is_ok()) lost = t->status;
+    if (lost.is_ok() && !cover.empty()) lost = check_region(region, rlen, cover, pc.seed, ph.size);
+    if (!lost.is_ok()) return reject(lost);
+    CpuTimes used = cpu1 - cpu0;
+    json received = json::array();
+    for (auto& t : ts) received.push_back(t->ops.load());
+    return ch_.send_json({{"type", "result"}, {"received", received},
+                          {"cpu", {{"user_s", used.user_s}, {"sys_s", used.sys_s},
+                                   {"util", window > 0 ? (used.user_s + used.sys_s) / window : 0.0}}}});
+  }
+
+  bootstrap::Channel& ch_;
+  const ServerOptions& o_;
+  const std::atomic<bool>& stop_;
+  RunSpec s_;
+  Clock clock_;
+  std::unique_ptr<Session> sess_;
+  transport::Caps caps_;
+};
+
+}  // namespace
+
+Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop) {
+  auto l = bootstrap::Listener::listen(opt.listen);
+  if (!l) return l.status();
+  if (!opt.quiet) fmt::print(stderr, "rdmabench server: listening on {}:{}\n", opt.listen.host, l->port());
+  if (opt.ready_fd >= 0) {
+    std::string port = fmt::format("{}\n", l->port());
+    (void)!write(opt.ready_fd, port.data(), port.size());
+    close(opt.ready_fd);
+  }
+  while (true) {
+    auto ch = l->accept(&stop);
+    if (!ch) return stop.load() ? Status{} : ch.status();
+    ServeOne one(*ch, opt, stop);
+    Status st = one.run();
+    if (!st && !opt.quiet) fmt::print(stderr, "rdmabench server: run ended with an error: {}\n", st.message());
+    if (opt.once) return st;
+  }
+}
+
+}  // namespace rb::bench

@@ -1,0 +1,101 @@
+#include "bench/session.hh"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace rb::bench {
+
+Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const transport::TransportOptions& topt, uint64_t bytes,
+                                              uint32_t rx_slots) {
+  const auto* entry = transport::find_transport(s.transport);
+  if (!entry) {
+    std::string names;
+    for (auto& e : transport::registry()) names += (names.empty() ? "" : ", ") + e.name;
+    return Status(Errc::invalid_argument, fmt::format("-t {}: unknown transport; choose one of: {}", s.transport, names));
+  }
+  auto session = std::make_unique<Session>();
+  auto dom = entry->open(topt);
+  if (!dom) return dom.status();
+  session->domain = std::move(dom.value());
+  std::string name = s.transport + (s.provider.empty() ? "" : ":" + s.provider);
+  Status c = check_caps(s, session->domain->caps(), name);
+  if (!c) return c;
+  session->memory = AlignedBuffer(bytes);
+  if (!session->memory) return Status(Errc::unavailable, fmt::format("cannot allocate {} B of buffers", bytes));
+  auto mr = session->domain->register_memory(session->memory.data(), session->memory.size());
+  if (!mr) return mr.status();
+  session->mr = std::move(mr.value());
+  for (int t = 0; t < s.threads; ++t) {
+    transport::EndpointOptions eo;
+    eo.index = t;
+    eo.depth = s.depth;
+    eo.rx_slots = rx_slots;
+    eo.selective = s.signal > 1;
+    auto ep = session->domain->open_endpoint(eo);
+    if (!ep) return ep.status();
+    session->eps.push_back(std::move(ep.value()));
+  }
+  return session;
+}
+
+std::string to_hex(const std::vector<uint8_t>& b) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (uint8_t c : b) {
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+
+Result<std::vector<uint8_t>> from_hex(const std::string& s) {
+  if (s.size() % 2) return Status(Errc::io, "control protocol error: odd hex string");
+  std::vector<uint8_t> b(s.size() / 2);
+  for (size_t i = 0; i < b.size(); ++i) {
+    unsigned v;
+    if (std::sscanf(s.c_str() + 2 * i, "%2x", &v) != 1) return Status(Errc::io, "control protocol error: bad hex");
+    b[i] = uint8_t(v);
+  }
+  return b;
+}
+
+nlohmann::json region_json(const transport::RemoteRegion& r) { return {{"base", r.base}, {"key", r.key}, {"len", r.len}}; }
+
+transport::RemoteRegion region_from_json(const nlohmann::json& j) {
+  return {j.at("base").get<uint64_t>(), j.at("key").get<uint64_t>(), j.at("len").get<uint64_t>()};
+}
+
+nlohmann::json info_json(const transport::DomainInfo& i) {
+  return {{"transport", i.transport}, {"provider", i.provider}, {"fabric", i.fabric}, {"domain", i.domain},
+          {"library_version", i.library_version}};
+}
+
+nlohmann::json endpoint_addresses(const Session& s) {
+  nlohmann::json a = nlohmann::json::array();
+  for (auto& ep : s.eps) a.push_back(to_hex(ep->address()));
+  return a;
+}
+
+Status connect_endpoints(Session& s, const nlohmann::json& addrs, const transport::RemoteRegion& peer_region) {
+  if (!addrs.is_array() || addrs.size() != s.eps.size())
+    return {Errc::io, "control protocol error: endpoint count differs between client and server"};
+  for (size_t i = 0; i < s.eps.size(); ++i) {
+    auto a = from_hex(addrs[i].get<std::string>());
+    if (!a) return a.status();
+    Status c = s.eps[i]->connect(*a);
+    if (!c) return c;
+    s.eps[i]->set_remote(peer_region);
+  }
+  return {};
+}
+
+uint32_t rx_slots_for(const RunSpec& s, uint64_t size, const transport::Caps& caps) {
+  // Enough receives to keep a stream of depth sends flowing, capped to 256 MiB of ring per thread.
+  uint64_t want = std::max<uint64_t>(2, s.depth);
+  uint64_t by_mem = std::max<uint64_t>(2, (256ull << 20) / align_up(size));
+  uint64_t cap = caps.rx_depth ? caps.rx_depth : want;
+  return uint32_t(std::min({want, by_mem, cap}));
+}
+
+}  // namespace rb::bench

@@ -1,0 +1,64 @@
+#include "bench/spec.hh"
+
+#include <algorithm>
+
+namespace rb::bench {
+
+const char* mode_name(Mode m) { return m == Mode::bw ? "bw" : "lat"; }
+
+uint64_t RunSpec::max_size() const { return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()); }
+
+uint64_t RunSpec::iters_for(Mode m) const {
+  if (duration_s > 0) return 0;
+  if (iters) return iters;
+  return m == Mode::bw ? kDefaultItersBw : kDefaultItersLat;
+}
+
+uint64_t RunSpec::warmup_iters_for(Mode m) const {
+  if (warmup_given) return warmup_iters;
+  return std::max<uint64_t>(iters_for(m) / 10, 16);
+}
+
+double RunSpec::warmup_seconds() const {
+  if (warmup_given) return warmup_s;
+  return std::min(1.0, duration_s / 10);
+}
+
+uint64_t RunSpec::gap() const { return thread_gap ? thread_gap : align_up(max_size()); }
+
+uint64_t RunSpec::region_bytes() const {
+  return random_space ? random_space : uint64_t(threads) * gap();
+}
+
+bool RunSpec::wants_mirror() const {
+  if (!validate) return false;
+  return std::any_of(ops.begin(), ops.end(), [](Op o) { return o == Op::write || o == Op::read; });
+}
+
+uint64_t RunSpec::local_area() const {
+  if (local_mr) return local_mr;
+  uint64_t area = uint64_t(batch) * align_up(max_size());
+  if (wants_mirror()) area = std::max(area, region_bytes());
+  // Validated sends need a buffer per op in flight: a slot is refilled only after it completed.
+  if (validate && std::find(ops.begin(), ops.end(), Op::send) != ops.end())
+    area = std::max(area, uint64_t(depth) * align_up(max_size()));
+  return area;
+}
+
+uint64_t RunSpec::local_bytes_per_thread() const { return align_up(local_area()) + align_up(max_size()); }
+
+std::string RunSpec::addressing() const {
+  if (random()) return thread_gap ? "thread-gap" : "random-space";
+  return "fixed";
+}
+
+std::vector<Phase> phases(const RunSpec& s) {
+  std::vector<Phase> out;
+  for (Op op : s.ops)
+    for (Mode m : s.modes)
+      for (uint64_t size : s.sizes)
+        for (int r = 0; r < s.repeat; ++r) out.push_back({op, m, size, r});
+  return out;
+}
+
+}  // namespace rb::bench

@@ -1,0 +1,77 @@
+#pragma once
+// The validated description of a run. The client builds it from flags (or a job file), checks
+// it, and sends it to the server, which adopts it: the server never needs the run flags.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.hh"
+#include "transport/transport.hh"
+
+namespace rb::bench {
+
+using transport::Op;
+enum class Mode { bw, lat };
+const char* mode_name(Mode m);
+
+constexpr uint64_t kAlign = 64;  // every remote target is 64 B aligned
+inline uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+constexpr uint64_t kDefaultItersBw = 5000;
+constexpr uint64_t kDefaultItersLat = 10000;
+
+struct RunSpec {
+  std::string transport = "ofi";
+  std::string provider;  // libfabric provider for ofi; empty = auto
+  std::string domain;    // client side NIC; empty = the interface carrying --addr
+  std::vector<Op> ops{Op::write};
+  std::vector<Mode> modes{Mode::bw};
+  std::vector<uint64_t> sizes{65536};
+  uint64_t iters = 0;        // per thread; 0 = mode default (or duration)
+  double duration_s = 0;     // >0: run for this long instead of a count
+  uint64_t warmup_iters = 0; // explicit warm-up count (per thread)
+  double warmup_s = 0;       // explicit warm-up time
+  bool warmup_given = false;
+  int threads = 1;
+  std::vector<int> cpus;
+  uint32_t batch = 1, depth = 64, signal = 1;
+  bool batch_given = false, depth_given = false, signal_given = false;
+  uint64_t random_space = 0;
+  uint64_t thread_gap = 0;
+  bool fixed = false;
+  uint64_t local_mr = 0;
+  int repeat = 1;
+  bool validate = false;
+  double report_interval = 0;
+  bool cpu_util = false;
+  uint64_t seed = 0x5eed;
+  double timeout_s = 10;  // no progress for this long fails the run
+
+  uint64_t max_size() const;
+  uint64_t iters_for(Mode m) const;           // 0 in duration mode
+  uint64_t warmup_iters_for(Mode m) const;    // warm-up count in iterations mode
+  double warmup_seconds() const;              // warm-up time in duration mode
+  uint64_t gap() const;                       // per-thread slice of the remote region
+  uint64_t region_bytes() const;              // remote region size
+  bool random() const { return random_space != 0 && !fixed; }
+  bool wants_mirror() const;                  // validation of write/read needs a local mirror
+  uint64_t local_area() const;                // per-thread source/destination area
+  uint64_t local_bytes_per_thread() const;    // local_area + an echo slot for write latency
+  std::string addressing() const;             // "fixed", "random-space", "thread-gap"
+};
+
+struct Phase {
+  Op op;
+  Mode mode;
+  uint64_t size;
+  int repeat;
+};
+std::vector<Phase> phases(const RunSpec& s);
+
+// Checks every rule a run must satisfy before anything starts (the invariants of the DMA bench
+// among them). The message names the flag, the value, the rule and a fix.
+Status check(const RunSpec& s);
+// Checks that need the opened transport (message size, queue depth).
+Status check_caps(const RunSpec& s, const transport::Caps& caps, const std::string& transport_name);
+
+}  // namespace rb::bench

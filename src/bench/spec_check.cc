@@ -1,0 +1,107 @@
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "bench/sizes.hh"
+#include "bench/spec.hh"
+
+namespace rb::bench {
+namespace {
+
+Status bad(std::string msg) { return {Errc::invalid_argument, std::move(msg)}; }
+
+bool has_op(const RunSpec& s, Op o) { return std::find(s.ops.begin(), s.ops.end(), o) != s.ops.end(); }
+bool has_mode(const RunSpec& s, Mode m) { return std::find(s.modes.begin(), s.modes.end(), m) != s.modes.end(); }
+
+}  // namespace
+
+Status check(const RunSpec& s) {
+  if (s.ops.empty()) return bad("--op: give at least one of write, read, send");
+  if (s.modes.empty()) return bad("--mode: give bw, lat or bw,lat");
+  if (s.sizes.empty()) return bad("--size: give at least one size, e.g. --size 64,4K");
+  if (s.threads < 1 || s.threads > 256) return bad(fmt::format("--threads {}: must be 1..256", s.threads));
+  if (s.batch < 1) return bad("--batch 0: must be at least 1");
+  if (s.depth < 1) return bad("--depth 0: must be at least 1");
+  if (s.depth < s.batch)
+    return bad(fmt::format("--depth {} < --batch {}: depth must be >= batch (a batch is posted at once); "
+                           "raise --depth to {} or lower --batch", s.depth, s.batch, s.batch));
+  if (s.signal < 1 || s.signal > s.depth)
+    return bad(fmt::format("--signal {}: must be 1..depth ({}); one completion is requested every N ops", s.signal, s.depth));
+  if (s.iters && s.duration_s > 0) return bad("--iters and --duration both given: choose one");
+  if (s.duration_s < 0) return bad(fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
+  if (s.warmup_given && s.warmup_iters && s.warmup_s > 0) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
+  if (s.repeat < 1) return bad(fmt::format("--repeat {}: must be at least 1", s.repeat));
+  if (s.report_interval < 0) return bad("--report-interval: must be >= 0 seconds (0 = off)");
+  if (s.report_interval > 0 && s.report_interval < 0.01)
+    return bad(fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));
+  if (s.timeout_s <= 0) return bad("--timeout: must be > 0 seconds");
+
+  bool lat_only = !has_mode(s, Mode::bw);
+  if (lat_only && s.depth_given && s.depth != 1)
+    return bad(fmt::format("--depth {} with --mode lat: latency runs keep one op in flight; drop --depth or add --mode bw", s.depth));
+  if (lat_only && s.batch_given && s.batch != 1)
+    return bad(fmt::format("--batch {} with --mode lat: latency runs post one op at a time; drop --batch or add --mode bw", s.batch));
+  if (lat_only && s.signal_given && s.signal != 1)
+    return bad(fmt::format("--signal {} with --mode lat: every latency op is signaled; drop --signal", s.signal));
+
+  bool rma = has_op(s, Op::write) || has_op(s, Op::read);
+  if (!rma && (s.random_space || s.thread_gap || s.fixed))
+    return bad("--random-space/--thread-gap/--fixed choose remote targets of write and read; --op send has none");
+  if (s.random_space && has_op(s, Op::write) && has_mode(s, Mode::lat) && !s.fixed)
+    return bad("--random-space with write latency: the peer detects a write by polling a fixed slot; "
+               "use --mode bw, --op read, or add --fixed");
+  if (s.thread_gap && s.thread_gap % kAlign)
+    return bad(fmt::format("--thread-gap {}: must be a multiple of {} so targets stay {} B aligned; try {}", s.thread_gap,
+                           kAlign, kAlign, align_up(s.thread_gap)));
+  if (s.random_space && s.random_space % kAlign)
+    return bad(fmt::format("--random-space {}: must be a multiple of {}; try {}", s.random_space, kAlign, align_up(s.random_space)));
+
+  for (uint64_t size : s.sizes) {
+    if (size > (1ull << 31))
+      return bad(fmt::format("--size {}: larger than 2 GiB per op; use a smaller size", format_bytes(size)));
+    if (s.random_space && size > s.random_space)
+      return bad(fmt::format("--size {} > --random-space {}: payload must fit the random region; raise --random-space",
+                             format_bytes(size), format_bytes(s.random_space)));
+    if (s.thread_gap && size > s.thread_gap)
+      return bad(fmt::format("--size {} > --thread-gap {}: payload must fit a thread's slice; raise --thread-gap to {}",
+                             format_bytes(size), format_bytes(s.thread_gap), format_bytes(align_up(size))));
+    if (s.local_mr && uint64_t(s.batch) * size > s.local_mr)
+      return bad(fmt::format("--batch {} x --size {} > --local-mr {}: a batch needs its own local buffers; raise --local-mr to {}",
+                             s.batch, format_bytes(size), format_bytes(s.local_mr), format_bytes(uint64_t(s.batch) * size)));
+  }
+  if (s.random_space && (s.thread_gap || s.fixed) && uint64_t(s.threads) * s.gap() > s.random_space)
+    return bad(fmt::format("--threads {} x --thread-gap {} > --random-space {}: every thread's slice must fit the region; "
+                           "raise --random-space to {} or lower --thread-gap",
+                           s.threads, format_bytes(s.gap()), format_bytes(s.random_space),
+                           format_bytes(uint64_t(s.threads) * s.gap())));
+  if (s.local_mr && s.wants_mirror() && s.local_mr < s.region_bytes())
+    return bad(fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
+                           "({}); drop --local-mr or raise it to {}",
+                           format_bytes(s.local_mr), format_bytes(s.region_bytes()), format_bytes(s.region_bytes())));
+  if (s.local_mr && s.validate && has_op(s, Op::send) && s.local_mr < uint64_t(s.depth) * align_up(s.max_size()))
+    return bad(fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
+                           "drop --local-mr or raise it to {}", format_bytes(s.local_mr),
+                           format_bytes(uint64_t(s.depth) * align_up(s.max_size()))));
+  uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
+  if (total > (16ull << 30))
+    return bad(fmt::format("the run needs {} of buffers (region + per-thread local memory); lower --random-space, "
+                           "--local-mr or --threads", format_bytes(total)));
+  return {};
+}
+
+Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string& name) {
+  for (Op op : s.ops) {
+    bool ok = op == Op::write ? c.write : op == Op::read ? c.read : c.send;
+    if (!ok) return {Errc::unsupported, fmt::format("--op {}: transport {} does not support it", transport::op_name(op), name)};
+  }
+  for (uint64_t size : s.sizes)
+    if (c.max_msg && size > c.max_msg)
+      return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", format_bytes(size), name,
+                             format_bytes(c.max_msg)));
+  if (has_mode(s, Mode::bw) && c.tx_depth && s.depth > c.tx_depth)
+    return bad(fmt::format("--depth {}: {} accepts at most {} outstanding ops per endpoint; lower --depth", s.depth, name,
+                           c.tx_depth));
+  return {};
+}
+
+}  // namespace rb::bench

@@ -1,0 +1,63 @@
+#pragma once
+// The per-thread hot loops of both sides, and the state they share with the orchestrating
+// thread. Workers touch only their own ThreadState (single writer); the orchestrator reads the
+// atomics for live lines and everything else after joining.
+#include <atomic>
+#include <barrier>
+#include <cstdint>
+#include <vector>
+
+#include "bench/spec.hh"
+#include "core/clock.hh"
+#include "core/cpu_usage.hh"
+#include "core/histogram.hh"
+#include "transport/transport.hh"
+
+namespace rb::bench {
+
+// Granule coverage of the remote region by validated writes (one byte per 64 B).
+constexpr uint8_t kCoverNone = 0, kCoverPartial = 1, kCoverFull = 2;
+
+struct MeasureStart {
+  std::atomic<uint64_t>* tick;
+  const Clock* clock;
+  void operator()() noexcept { tick->store(clock->now()); }
+};
+using StartBarrier = std::barrier<MeasureStart>;
+
+struct PhaseContext {
+  const RunSpec* spec = nullptr;
+  Phase phase{};
+  const Clock* clock = nullptr;
+  uint64_t seed = 0;                   // per-phase data seed
+  std::atomic<bool>* abort = nullptr;  // set by the orchestrator (peer gone, Ctrl-C, other thread failed)
+  std::atomic<uint64_t> measure_tick{0};  // when every thread finished warm-up
+};
+
+struct ThreadState {
+  int index = 0;
+  transport::Endpoint* ep = nullptr;
+  const transport::MemoryRegion* mr = nullptr;  // local memory (all threads')
+  uint64_t area_off = 0;                        // this thread's area inside mr
+  Histogram hist;
+  std::atomic<uint64_t> ops{0}, bytes{0};
+  std::atomic<bool> measuring{false};
+  uint64_t warmup_ops = 0;  // ops done before the warm-up boundary (the peer saw them too)
+  std::atomic<bool> done{false};
+  uint64_t t_begin = 0, t_end = 0;
+  Status status;
+  std::vector<uint8_t> coverage;  // client, validated writes
+  std::atomic<bool> exited{false};  // server: the loop ended (error or stop)
+
+  uint8_t* area() const { return static_cast<uint8_t*>(mr->addr()) + area_off; }
+};
+
+// Client side: warm-up, wait at `start`, measure; records into t.
+void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start);
+
+// Server side: serve the phase until pc.abort is set (the orchestrator sets it at "end").
+// `remote_echo_off` is where this thread's echo slot sits in the client's memory.
+void run_server_thread(ThreadState& t, PhaseContext& pc, uint64_t slot_off, uint64_t remote_echo_off,
+                       uint32_t rx_slots, int cpu);
+
+}  // namespace rb::bench

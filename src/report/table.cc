@@ -1,0 +1,107 @@
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "bench/sizes.hh"
+#include "report/reporter.hh"
+
+namespace rb::report {
+namespace {
+
+struct MeanSd {
+  double mean = 0, sd = 0;
+};
+template <class F>
+MeanSd stat(const std::vector<bench::PhaseResult>& rs, F f) {
+  MeanSd m;
+  for (auto& r : rs) m.mean += f(r);
+  m.mean /= double(rs.size());
+  if (rs.size() > 1) {
+    double ss = 0;
+    for (auto& r : rs) ss += (f(r) - m.mean) * (f(r) - m.mean);
+    m.sd = std::sqrt(ss / double(rs.size() - 1));
+  }
+  return m;
+}
+
+std::string cell(const MeanSd& m, int n, const char* fmt_spec) {
+  std::string v = fmt::format(fmt::runtime(fmt_spec), m.mean);
+  if (n > 1) v += fmt::format("±{}", fmt::format(fmt::runtime(fmt_spec), m.sd));
+  return v;
+}
+
+}  // namespace
+
+void TableReporter::header(const RunHeader& h) {
+  const auto& s = *h.spec;
+  fmt::print(out_, "rdmabench {} | transport {} provider {} fabric {} domain {} | libfabric {}\n", RDMABENCH_VERSION,
+             h.info.transport, h.info.provider, h.info.fabric, h.info.domain,
+             h.info.library_version.empty() ? "-" : h.info.library_version);
+  std::string amount = s.duration_s > 0 ? fmt::format("duration {} s (warm-up {} s)", s.duration_s, s.warmup_seconds())
+                                        : fmt::format("iters bw {} lat {} per thread (warm-up bw {} lat {})",
+                                                      s.iters_for(bench::Mode::bw), s.iters_for(bench::Mode::lat),
+                                                      s.warmup_iters_for(bench::Mode::bw), s.warmup_iters_for(bench::Mode::lat));
+  fmt::print(out_, "server {} | threads {} batch {} depth {} signal {} | addressing {} region {} | {}{}{} | clock {}\n",
+             h.server, s.threads, s.batch, s.depth, s.signal, s.addressing(), bench::format_bytes(s.region_bytes()), amount,
+             s.repeat > 1 ? fmt::format(" | repeat {} (mean±stdev)", s.repeat) : "", s.validate ? " | validate on" : "",
+             h.clock);
+  std::fflush(out_);
+}
+
+void TableReporter::note(const std::string& line) {
+  fmt::print(out_, "{}\n", line);
+  std::fflush(out_);
+}
+
+void TableReporter::print_group_header(const bench::Phase& p) {
+  if (group_op_ == int(p.op) && group_mode_ == int(p.mode)) return;
+  group_op_ = int(p.op);
+  group_mode_ = int(p.mode);
+  const char* kind = bench::lat_kind_of(p);
+  if (p.mode == bench::Mode::bw) {
+    fmt::print(out_, "\n{} bw (latency: post to completion)\n", transport::op_name(p.op));
+    fmt::print(out_, "{:>8} {:>10} {:>14} {:>12} {:>12} {:>10} {:>10} {:>10}\n", "bytes", "iters", "Gbps", "GB/s", "Mops/s",
+               "p50[us]", "p99[us]", "max[us]");
+  } else {
+    fmt::print(out_, "\n{} lat ({})\n", transport::op_name(p.op),
+               std::string(kind) == "round_trip" ? "round trip" : "one way = half the ping-pong round trip");
+    fmt::print(out_, "{:>8} {:>10} {:>9} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "bytes", "iters", "min[us]",
+               "p50[us]", "avg[us]", "p99[us]", "p99.9[us]", "p99.99", "max[us]", "stdev");
+  }
+}
+
+void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
+  pending_.push_back(r);
+  if (int(pending_.size()) < repeats) return;
+  print_group_header(r.phase);
+  int n = int(pending_.size());
+  auto& rs = pending_;
+  std::string size = bench::format_bytes(r.phase.size);
+  uint64_t iters = r.iterations;
+  std::string flag = r.partial ? "  (partial: interrupted)" : "";
+  if (r.phase.mode == bench::Mode::bw) {
+    fmt::print(out_, "{:>8} {:>10} {:>14} {:>12} {:>12} {:>10.2f} {:>10.2f} {:>10.2f}{}\n", size, iters,
+               cell(stat(rs, [](auto& x) { return x.gbps; }), n, "{:.2f}"),
+               cell(stat(rs, [](auto& x) { return x.gbytes_per_s; }), n, "{:.3f}"),
+               cell(stat(rs, [](auto& x) { return x.mops; }), n, "{:.3f}"), stat(rs, [](auto& x) { return x.lat.p50; }).mean,
+               stat(rs, [](auto& x) { return x.lat.p99; }).mean, stat(rs, [](auto& x) { return x.lat.max; }).mean, flag);
+  } else {
+    auto m = [&](auto f) { return stat(rs, f).mean; };
+    fmt::print(out_, "{:>8} {:>10} {:>9.2f} {:>12} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}{}\n", size, iters,
+               m([](auto& x) { return x.lat.min; }), cell(stat(rs, [](auto& x) { return x.lat.p50; }), n, "{:.2f}"),
+               m([](auto& x) { return x.lat.avg; }), m([](auto& x) { return x.lat.p99; }),
+               m([](auto& x) { return x.lat.p999; }), m([](auto& x) { return x.lat.p9999; }),
+               m([](auto& x) { return x.lat.max; }), m([](auto& x) { return x.lat.stdev; }), flag);
+  }
+  if (r.has_cpu)
+    fmt::print(out_, "{:>8} cpu: client {:.2f} cores (user {:.2f}s sys {:.2f}s), server {:.2f} cores (user {:.2f}s sys {:.2f}s)\n",
+               "", r.client_cpu.util, r.client_cpu.times.user_s, r.client_cpu.times.sys_s, r.server_cpu.util,
+               r.server_cpu.times.user_s, r.server_cpu.times.sys_s);
+  if (r.per_thread.size() > 1)
+    for (auto& t : r.per_thread)
+      fmt::print(out_, "{:>8}   thread {}: {} iters {:.2f} Gbps {:.3f} Mops/s\n", "", t.thread, t.iterations, t.gbps, t.mops);
+  std::fflush(out_);
+  pending_.clear();
+}
+
+}  // namespace rb::report

@@ -1,0 +1,28 @@
+#pragma once
+// Choosing a libfabric provider and domain: hints, interface lookup, printable summaries.
+#include <rdma/fabric.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.hh"
+
+namespace rb::transport::ofi {
+
+struct InfoDeleter {
+  void operator()(fi_info* i) const { fi_freeinfo(i); }
+};
+using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
+
+// Hints for RDM endpoints that can SEND/RECV, WRITE and READ.
+InfoPtr make_hints(const std::string& provider);
+// All fi_info entries matching the hints (empty list and a reason on failure).
+Result<InfoPtr> query(const std::string& provider, std::string* why = nullptr);
+// Name of the network interface that carries `ip`, or "" when none does.
+std::string interface_of(const std::string& ip);
+bool is_interface(const std::string& name);
+std::string describe(const fi_info* info);
+std::string fi_error(int rc);
+
+}  // namespace rb::transport::ofi

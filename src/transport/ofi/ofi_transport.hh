@@ -1,0 +1,11 @@
+#pragma once
+// libfabric transport: RDM endpoints with FI_MSG | FI_RMA on any provider (shm and tcp here;
+// verbs, efa, cxi on clusters). Differences between providers that matter to a benchmark are
+// folded into Caps: offset vs virtual-address MRs, target-driven progress, queue sizes.
+#include "transport/registry.hh"
+
+namespace rb::transport::ofi {
+TransportEntry registry_entry();
+Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt);
+std::vector<Availability> probe();
+}  // namespace rb::transport::ofi

@@ -1,0 +1,113 @@
+#pragma once
+// The transport contract. A Domain is one process's handle on a fabric (memory registration,
+// endpoint factory); an Endpoint is one connection's worth of send/receive queue and completion
+// queue, used by exactly one thread. The bench runner times everything: a transport only moves
+// bytes and reports completions. Hot-path calls (post, poll) take spans so a virtual call is
+// paid per batch, never allocate, never throw, and report "busy" as a short count, not an error.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hh"
+
+namespace rb::transport {
+
+enum class Op : uint8_t { write, read, send, recv };
+const char* op_name(Op op);
+
+struct Caps {
+  bool write = false, read = false, send = false;
+  uint64_t max_msg = 0;          // largest single message or RMA in bytes
+  uint64_t inject = 0;           // largest message sent inline
+  uint32_t tx_depth = 0;         // ops a single endpoint accepts outstanding
+  uint32_t rx_depth = 0;         // receives a single endpoint can hold posted
+  bool target_progress = false;  // the passive side must poll its CQ for RMA data to land
+  bool virtual_addressing = false;  // remote addresses are virtual addresses (else offsets)
+  bool selective_completion = true; // can skip completions for unsignaled ops
+  double link_gbps = 0;          // 0 when unknown
+};
+
+// Where a registered region can be reached from a peer: the address of its first byte as the
+// peer must name it (virtual address or 0 for offset addressing), and its key.
+struct RemoteRegion {
+  uint64_t base = 0;
+  uint64_t key = 0;
+  uint64_t len = 0;
+};
+
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual void* addr() const = 0;
+  virtual size_t len() const = 0;
+  virtual void* desc() const = 0;  // provider descriptor for local access (may be null)
+  virtual RemoteRegion remote() const = 0;
+};
+
+namespace wr_flag {
+constexpr uint8_t signal = 1;    // ask for a completion
+constexpr uint8_t more = 2;      // more posts follow at once (doorbell hint)
+constexpr uint8_t delivery = 4;  // complete only once the data is visible at the target
+}  // namespace wr_flag
+
+struct WorkRequest {
+  Op op = Op::write;
+  uint8_t flags = wr_flag::signal;
+  uint32_t len = 0;
+  const MemoryRegion* mr = nullptr;  // local memory
+  uint64_t local_off = 0;            // offset into mr
+  uint64_t remote_off = 0;           // offset into the connected remote region (write/read)
+  uint64_t wr_id = 0;                // returned in the completion
+};
+
+struct Completion {
+  uint64_t wr_id = 0;
+  Op op = Op::write;
+  uint32_t len = 0;
+  int err = 0;  // 0 on success, else a provider error number (see Endpoint::describe_error)
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // Opaque address to hand to the peer out of band.
+  virtual std::vector<uint8_t> address() const = 0;
+  virtual Status connect(std::span<const uint8_t> peer_address) = 0;
+  // The peer region that write/read offsets refer to.
+  virtual void set_remote(const RemoteRegion& region) = 0;
+  // Accepts a prefix of `wrs`: returns how many were taken (fewer means the queue is full; poll
+  // and retry the rest), or -1 on a fatal error (then last_error() says what).
+  virtual int post(std::span<const WorkRequest> wrs) = 0;
+  // Returns completions written to `out`, or -1 on a fatal error.
+  virtual int poll(std::span<Completion> out) = 0;
+  // Ends a phase cleanly: cancels posted receives and reaps the completion of every signaled op
+  // still in flight, discarding them, so nothing from this phase reaches the next one.
+  // Returns Errc::timeout if ops are still outstanding after timeout_s.
+  virtual Status quiesce(double timeout_s) = 0;
+  virtual std::string describe_error(int err) const = 0;
+  virtual const std::string& last_error() const = 0;
+};
+
+struct EndpointOptions {
+  int index = 0;
+  uint32_t depth = 1;       // most ops the caller keeps outstanding
+  uint32_t rx_slots = 0;    // most receives the caller keeps posted
+  bool selective = false;   // caller sets wr_flag::signal on some ops only
+};
+
+struct DomainInfo {
+  std::string transport, provider, fabric, domain, library_version;
+};
+
+class Domain {
+ public:
+  virtual ~Domain() = default;
+  virtual const Caps& caps() const = 0;
+  virtual const DomainInfo& info() const = 0;
+  virtual Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) = 0;
+  virtual Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& opt) = 0;
+};
+
+}  // namespace rb::transport

@@ -1,0 +1,36 @@
+#include "bench/spec_json.hh"
+
+#include <gtest/gtest.h>
+
+namespace rb::bench {
+namespace {
+
+TEST(SpecJson, RoundTrip) {
+  RunSpec s;
+  s.provider = "tcp";
+  s.ops = {Op::write, Op::send};
+  s.modes = {Mode::bw, Mode::lat};
+  s.sizes = {64, 4096};
+  s.threads = 2;
+  s.cpus = {0, 1};
+  s.random_space = 1 << 20;
+  s.thread_gap = 4096;
+  s.validate = true;
+  s.warmup_s = 0.5;
+  s.warmup_given = true;
+  auto back = spec_from_json(spec_to_json(s));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(spec_to_json(*back), spec_to_json(s));
+}
+
+TEST(SpecJson, MissingFieldIsAnError) {
+  auto j = spec_to_json(RunSpec{});
+  j.erase("sizes");
+  EXPECT_FALSE(spec_from_json(j).is_ok());
+  j = spec_to_json(RunSpec{});
+  j["ops"] = {"teleport"};
+  EXPECT_FALSE(spec_from_json(j).is_ok());
+}
+
+}  // namespace
+}  // namespace rb::bench
