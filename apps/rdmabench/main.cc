@@ -73,7 +73,11 @@ int main(int argc, char** argv) {
     default: break;
   }
   SignalWatcher signals;
-  if (cmd->kind == Kind::server) return exit_code(rb::bench::run_server(cmd->server, signals.stop()));
+  if (cmd->kind == Kind::server) {
+    // The server logs its own errors (and sends run errors to the client); only the code is left.
+    rb::Status st = rb::bench::run_server(cmd->server, signals.stop());
+    return st.is_ok() ? 0 : st.code() == rb::Errc::interrupted ? 130 : 1;
+  }
   if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, signals.stop()));
 
   auto child = rb::app::LoopbackServer::start(cmd->server_cpus);

@@ -26,8 +26,10 @@ Status from_peer(const json& msg, const char* expected) {
   return {Errc::io, fmt::format("control protocol error: expected '{}', got '{}'", expected, msg.value("type", "?"))};
 }
 
-Result<json> expect(bootstrap::Channel& ch, const char* type, double timeout_s, const std::atomic<bool>& stop) {
-  auto m = ch.recv_json(timeout_s, &stop);
+// `stop` may be null: the wait is then bounded by the timeout alone (used after an interrupt,
+// to collect the partial phase's result).
+Result<json> expect(bootstrap::Channel& ch, const char* type, double timeout_s, const std::atomic<bool>* stop) {
+  auto m = ch.recv_json(timeout_s, stop);
   if (!m) return m.status();
   if (m->value("type", "") != type) return from_peer(*m, type);
   return m;
@@ -69,7 +71,7 @@ class ClientRun {
 
     st = ch_.send_json({{"type", "hello"}, {"version", RDMABENCH_VERSION}, {"spec", spec_to_json(s_)}});
     if (!st) return st;
-    auto ready = expect(ch_, "ready", 60, interrupt_);
+    auto ready = expect(ch_, "ready", 60, &interrupt_);
     if (!ready) return ready.status();
     try {
       st = connect_endpoints(*sess_, ready->at("eps"), region_from_json(ready->at("region")));
@@ -80,7 +82,7 @@ class ClientRun {
     }
     st = ch_.send_json({{"type", "connect"}, {"eps", endpoint_addresses(*sess_)}, {"region", region_json(sess_->mr->remote())}});
     if (!st) return st;
-    auto ok = expect(ch_, "ok", 60, interrupt_);
+    auto ok = expect(ch_, "ok", 60, &interrupt_);
     if (!ok) return ok.status();
 
     rep.header = {&s_, sess_->domain->info(), fmt::format("{}:{}", o_.server.host, o_.server.port),
@@ -146,7 +148,7 @@ class ClientRun {
     Status st = ch_.send_json({{"type", "phase"}, {"index", index}, {"op", transport::op_name(ph.op)},
                                {"mode", mode_name(ph.mode)}, {"size", ph.size}, {"repeat", ph.repeat}, {"seed", pc.seed}});
     if (!st) return st;
-    auto go = expect(ch_, "go", 60, interrupt_);
+    auto go = expect(ch_, "go", 60, &interrupt_);
     if (!go) return go.status();
 
     StartBarrier start(s_.threads, MeasureStart{&pc.measure_tick, &clock_});
@@ -211,7 +213,7 @@ class ClientRun {
       st = ch_.send_bytes(merged);
       if (!st) return st;
     }
-    auto res = expect(ch_, "result", s_.timeout_s + 30, interrupt_);
+    auto res = expect(ch_, "result", s_.timeout_s + 30, nullptr);
     if (!res) return res.status();
 
     result = collect(ph, ts, clock_);

@@ -70,7 +70,7 @@ class ClientLoop {
       uint64_t slot = seq % local_slots_;
       w.local_off = t_.area_off + slot * align_up(size_);
       if (s_.validate)
-        fill_pattern(t_.area() + slot * align_up(size_), size_, message_seed(pc_.seed, t_.index, seq), 0);
+        fill_pattern(t_.area() + slot * align_up(size_), size_, message_seed(pc_.seed, t_.index, seq_ + seq), 0);
     } else {
       uint64_t off = gen_.next();
       offs_[seq & mask_] = off;
@@ -163,10 +163,15 @@ class ClientLoop {
         idle = 0;
       } else if (posted > completed && now - last_progress > timeout_ticks_) {
         return stalled(posted - completed);
-      } else if (++idle > 1024 && posted == completed) {
+      } else if (++idle > 256) {
+        // Nothing completes: the peer (or another of our threads) may need this core to make
+        // progress, which matters whenever threads outnumber cores.
         sched_yield();
       }
-      if (stop_posting && completed >= posted) return {};
+      if (stop_posting && completed >= posted) {
+        seq_ += posted;  // message numbers continue across warm-up and measurement, as the peer counts them
+        return {};
+      }
     }
   }
 

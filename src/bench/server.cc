@@ -215,8 +215,11 @@ class ServeOne {
     CpuTimes cpu1 = CpuTimes::now();
     double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - tick0).count();
     stop_all();
-    for (auto& t : ts)
-      if (!t->status && lost.is_ok()) lost = t->status;
+    for (auto& t : ts)  // a worker's own error explains a shortfall better than the count does
+      if (!t->status) {
+        lost = t->status;
+        break;
+      }
     if (lost.is_ok() && !cover.empty()) lost = check_region(region, rlen, cover, pc.seed, ph.size);
     if (!lost.is_ok()) return reject(lost);
     CpuTimes used = cpu1 - cpu0;
@@ -240,7 +243,10 @@ class ServeOne {
 
 Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop) {
   auto l = bootstrap::Listener::listen(opt.listen);
-  if (!l) return l.status();
+  if (!l) {
+    fmt::print(stderr, "rdmabench: error: {}\n", l.status().message());
+    return l.status();
+  }
   if (!opt.quiet) fmt::print(stderr, "rdmabench server: listening on {}:{}\n", opt.listen.host, l->port());
   if (opt.ready_fd >= 0) {
     std::string port = fmt::format("{}\n", l->port());

@@ -1,0 +1,27 @@
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def rdmabench():
+    path = os.environ.get("RDMABENCH", str(ROOT / "build" / "rdmabench"))
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"rdmabench binary not found at {path}; run `make build` or set RDMABENCH")
+    return path
+
+
+@pytest.fixture
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd, timeout=120, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)

@@ -1,0 +1,100 @@
+"""Bad input, dead peers and interrupts end with a clear error and a non-zero exit, never a hang."""
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import run
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--threads", "4", "--thread-gap", "64K", "--random-space", "128K"], "--random-space"),
+    (["--size", "8K", "--random-space", "4K"], "--random-space"),
+    (["--size", "8K", "--thread-gap", "4K"], "--thread-gap"),
+    (["--batch", "4", "--size", "4K", "--local-mr", "8K"], "--local-mr"),
+    (["--batch", "8", "--depth", "4"], "--depth"),
+    (["--size", "12Q"], "--size"),
+    (["--op", "teleport"], "--op"),
+    (["--mode", "fast"], "--mode"),
+    (["--read", "--op", "write"], "--read"),
+    (["--iters", "10", "--duration", "1"], "--duration"),
+    (["--cpus", "99"], "--cpus"),
+    (["-t", "carrier-pigeon"], "-t"),
+    (["--warmup", "abc"], "--warmup"),
+    (["--mode", "lat", "--depth", "8"], "--depth"),
+    (["--thread-gap", "1000"], "--thread-gap"),
+    (["--bogus-flag"], "bogus"),
+])
+def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
+    r = run([rdmabench, "-t", "ofi:shm"] + args if "-t" not in args else [rdmabench] + args, timeout=10)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, r.stderr
+    assert flag in lines[0]
+    assert r.stdout == ""
+
+
+def test_size_above_provider_limit(rdmabench):
+    r = run([rdmabench, "-t", "ofi:shm", "--size", "4G"], timeout=20)
+    assert r.returncode != 0
+    assert "--size" in r.stderr
+
+
+def test_no_server(rdmabench, free_port):
+    t0 = time.time()
+    r = run([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", "ofi:shm"], timeout=20)
+    assert r.returncode == 1
+    assert "cannot connect" in r.stderr
+    assert time.time() - t0 < 10
+
+
+def test_missing_provider(rdmabench):
+    r = run([rdmabench, "-t", "ofi:no-such-provider"], timeout=20)
+    assert r.returncode != 0
+    assert "no-such-provider" in r.stderr and "--list" in r.stderr
+
+
+def test_address_in_use(rdmabench, free_port):
+    first = subprocess.Popen([rdmabench, "--server", "-q", "--addr", f"127.0.0.1:{free_port}"])
+    try:
+        time.sleep(0.3)
+        r = run([rdmabench, "--server", "--addr", f"127.0.0.1:{free_port}"], timeout=10)
+        assert r.returncode == 1
+        assert "in use" in r.stderr
+    finally:
+        first.kill()
+        first.wait()
+
+
+@pytest.mark.parametrize("provider,op,mode", [("shm", "write", "bw"), ("tcp", "send", "bw"), ("tcp", "write", "lat")])
+def test_killed_server_ends_the_run(rdmabench, free_port, provider, op, mode):
+    server = subprocess.Popen([rdmabench, "--server", "-q", "--addr", f"127.0.0.1:{free_port}"])
+    time.sleep(0.3)
+    client = subprocess.Popen([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", f"ofi:{provider}", "--op", op,
+                               "--mode", mode, "--duration", "30", "--timeout", "3"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    server.kill()
+    server.wait()
+    t0 = time.time()
+    out, err = client.communicate(timeout=15)
+    assert client.returncode == 1
+    assert time.time() - t0 < 10
+    assert "error" in err
+
+
+def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    client.send_signal(signal.SIGINT)
+    stdout, stderr = client.communicate(timeout=15)
+    assert client.returncode == 130
+    assert "partial" in stdout
+    assert "interrupted" in stderr
+    rec = [l for l in out.read_text().splitlines() if l][0]
+    assert '"partial":true' in rec
+    time.sleep(0.3)
+    assert run(["pgrep", "-f", "rdmabench --server --once --quiet"]).stdout.strip() == ""

@@ -1,0 +1,138 @@
+"""Real client and server processes over libfabric shm and tcp: every op x mode with --validate."""
+import json
+import math
+import subprocess
+import time
+
+import pytest
+
+from conftest import run
+
+REQUIRED = ["schema", "tool", "version", "timestamp", "host", "label", "transport", "provider", "fabric",
+            "domain", "libfabric_version", "op", "mode", "size", "repeat", "repeats", "params", "results",
+            "histogram"]
+RESULT_FIELDS = ["iterations", "bytes", "duration_s", "gbps", "gbytes_per_s", "mops", "lat_kind", "lat_us"]
+LAT_FIELDS = ["min", "p50", "avg", "p99", "p999", "p9999", "max", "stdev"]
+
+
+def percentile_from_bins(bins, q, lo, hi):
+    """The documented rule (docs/output-format.md), in ns."""
+    total = sum(c for _, _, c in bins)
+    rank = max(1, math.ceil(q * total))
+    cum = 0
+    for low, high, count in bins:
+        cum += count
+        if cum >= rank:
+            return min(max((low + high) / 2, lo), hi)
+    return hi
+
+
+def load(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def check_record(rec, op, mode, provider):
+    for f in REQUIRED:
+        assert f in rec, f
+    assert rec["op"] == op and rec["mode"] == mode
+    assert provider in rec["provider"]
+    res = rec["results"]
+    for f in RESULT_FIELDS:
+        assert f in res, f
+    lat = res["lat_us"]
+    for f in LAT_FIELDS:
+        assert f in lat
+    assert 0 < lat["min"] <= lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["p9999"] <= lat["max"]
+    assert res["iterations"] == rec["params"]["iters"]
+    assert res["bytes"] == res["iterations"] * rec["size"]
+    assert res["gbps"] > 0 and res["mops"] > 0
+    expected_kind = "completion" if mode == "bw" else ("round_trip" if op == "read" else "half_round_trip")
+    assert res["lat_kind"] == expected_kind
+    bins = rec["histogram"]["bins"]
+    # Every measured op has exactly one sample (signal 1); warm-up is not in the histogram.
+    assert sum(c for _, _, c in bins) == res["iterations"]
+    lo, hi = lat["min"] * 1000, lat["max"] * 1000
+    for key, q in [("p50", 0.5), ("p99", 0.99), ("p999", 0.999)]:
+        assert percentile_from_bins(bins, q, lo, hi) / 1000 == pytest.approx(lat[key], rel=1e-9)
+
+
+@pytest.mark.parametrize("provider", ["shm", "tcp"])
+@pytest.mark.parametrize("mode", ["bw", "lat"])
+@pytest.mark.parametrize("op", ["write", "read", "send"])
+def test_validated_run_over_libfabric(rdmabench, tmp_path, free_port, provider, op, mode):
+    out = tmp_path / "r.jsonl"
+    server = subprocess.Popen([rdmabench, "--server", "--once", "-q", "--addr", f"127.0.0.1:{free_port}"])
+    try:
+        time.sleep(0.2)
+        r = run([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", f"ofi:{provider}", "--op", op, "--mode", mode,
+                 "--size", "64,4K", "--iters", "300", "--warmup", "50", "--validate", "--json", str(out)])
+        assert r.returncode == 0, r.stderr
+        assert server.wait(timeout=10) == 0
+    finally:
+        server.kill()
+    recs = load(out)
+    assert [x["size"] for x in recs] == [64, 4096]
+    for rec in recs:
+        check_record(rec, op, mode, provider)
+        assert rec["params"]["validate"] is True
+        assert rec["params"]["warmup_iters"] == 50
+    if provider == "tcp":
+        assert recs[0]["domain"] == "lo"  # a loopback run stays on lo
+
+
+def test_loopback_is_the_default_and_leaves_no_child(rdmabench, tmp_path):
+    out = tmp_path / "r.csv"
+    r = run([rdmabench, "-t", "ofi:shm", "--size", "1K", "--iters", "200", "--csv", str(out)])
+    assert r.returncode == 0, r.stderr
+    assert "write bw" in r.stdout and "Gbps" in r.stdout
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("timestamp,label,transport")
+    assert len(lines) == 2
+    ps = run(["pgrep", "-f", "rdmabench --server --once --quiet"])
+    assert ps.stdout.strip() == ""
+
+
+def test_repeat_writes_one_line_per_repeat_and_table_shows_stdev(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "ofi:shm", "--size", "64", "--iters", "500", "--repeat", "3", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    recs = load(out)
+    assert [x["repeat"] for x in recs] == [0, 1, 2]
+    assert all(x["repeats"] == 3 for x in recs)
+    assert "±" in r.stdout
+
+
+def test_duration_mode_and_live_lines(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "ofi:shm", "--size", "4K", "--duration", "1.2", "--warmup", "0.2s",
+             "--report-interval", "0.5", "--threads", "2", "--cpu-util", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    live = [l for l in r.stdout.splitlines() if l.startswith("@")]
+    assert any(" t0 " in l for l in live) and any(" t1 " in l for l in live) and any("total" in l for l in live)
+    rec = load(out)[0]
+    res = rec["results"]
+    assert 1.0 < res["duration_s"] < 2.0
+    assert len(res["per_thread"]) == 2
+    assert sum(t["iterations"] for t in res["per_thread"]) == res["iterations"]
+    assert sum(c for _, _, c in rec["histogram"]["bins"]) == res["iterations"]
+    assert res["cpu"]["client"]["util"] > 0 and res["cpu"]["server"]["util"] > 0
+
+
+def test_random_space_thread_gap_batch_signal(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "ofi:shm", "--op", "write,read", "--size", "256", "--iters", "2000", "--threads", "2",
+             "--random-space", "1M", "--thread-gap", "512K", "--batch", "8", "--depth", "32", "--signal", "4",
+             "--validate", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    for rec in load(out):
+        assert rec["params"]["addressing"] == "thread-gap"
+        assert rec["results"]["iterations"] == 4000
+        # One completion (and one latency sample) per 4 ops.
+        assert sum(c for _, _, c in rec["histogram"]["bins"]) == 1000
+
+
+def test_list_shows_usable_providers(rdmabench):
+    r = run([rdmabench, "--list"])
+    assert r.returncode == 0
+    assert "ofi:shm" in r.stdout and "usable" in r.stdout
+    assert "loopback" in r.stdout
