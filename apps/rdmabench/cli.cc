@@ -109,6 +109,8 @@ Result<Command> parse_command_line(int argc, char** argv) {
   app.add_option("--local-mr", local_mr, "local buffer per thread (default batch x size)")->group(g_addr);
 
   auto* g_out = "Output";
+  bool no_inject = false;
+  app.add_flag("--no-inject", no_inject, "latency runs: never send small payloads inline (FI_INJECT)")->group(g_run);
   app.add_flag("--validate", s.validate, "check every byte moved against a pattern; a mismatch fails the run")->group(g_out);
   app.add_option("--report-interval", s.report_interval, "print live lines every N seconds (per thread and total)")->group(g_out);
   app.add_flag("--cpu-util", s.cpu_util, "report user+sys CPU of each side over the measured window")->group(g_out);
@@ -135,6 +137,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
     cmd.kind = Command::Kind::list;
     return cmd;
   }
+  s.inject = !no_inject;
   auto given = [&](const char* name) { return app.count(name) > 0; };
   s.batch_given = given("--batch");
   s.depth_given = given("--depth");

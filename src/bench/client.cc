@@ -130,6 +130,7 @@ class ClientRun {
     pc.clock = &clock_;
     pc.seed = mix64(s_.seed + index * 0x1000193);
     pc.abort = &abort;
+    pc.inject_max = s_.inject ? sess_->domain->caps().inject : 0;
     const uint64_t per_thread = s_.local_bytes_per_thread();
     bool cover = s_.validate && ph.op == Op::write && ph.mode == Mode::bw;
     std::vector<std::unique_ptr<ThreadState>> ts;

@@ -214,7 +214,7 @@ class ClientLoop {
         uint8_t tag = uint8_t(seq_ % 255 + 1);
         if (s_.validate) fill_pattern(src, size_ - 1, mseed, 0);
         src[size_ - 1] = tag;
-        WorkRequest w{Op::write, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off, remote, seq_};
+        WorkRequest w{Op::write, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, remote, seq_};
         t0 = clk.now();
         if (t_.ep->post({&w, 1}) != 1) st = post_retry(w);
         if (st) st = wait(0, Op::write, echo + size_ - 1, tag);
@@ -234,7 +234,7 @@ class ClientLoop {
         WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, echo_off_, 0, seq_};
         st = post_retry(r);
         if (s_.validate) fill_pattern(src, size_, mseed, 0);
-        WorkRequest w{Op::send, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off, 0, seq_};
+        WorkRequest w{Op::send, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, 0, seq_};
         t0 = clk.now();
         if (st && t_.ep->post({&w, 1}) != 1) st = post_retry(w);
         if (st) st = wait(seq_, Op::recv, nullptr, 0);
@@ -249,6 +249,9 @@ class ClientLoop {
       t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + size_, std::memory_order_relaxed);
     }
   }
+
+  // Small ping-pong payloads go inline and ask for no completion: the echo is the completion.
+  uint8_t lat_flags() const { return size_ <= pc_.inject_max ? wr_flag::inject : wr_flag::signal; }
 
   Status post_retry(const WorkRequest& w) {
     uint64_t start = pc_.clock->now();

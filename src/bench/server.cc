@@ -111,6 +111,7 @@ class ServeOne {
     pc.clock = &clock_;
     pc.seed = m.value("seed", uint64_t(0));
     pc.abort = &abort;
+    pc.inject_max = s_.inject ? caps_.inject : 0;
 
     uint8_t* region = sess_->memory.data();
     const uint64_t gap = s_.gap(), rlen = s_.region_bytes();

@@ -20,7 +20,10 @@ constexpr uint64_t kSendTag = 1ull << 62;  // wr_id bit that marks the server's 
 class ServerLoop {
  public:
   ServerLoop(ThreadState& t, PhaseContext& pc, uint64_t slot_off, uint64_t echo_off, uint32_t rx_slots)
-      : t_(t), pc_(pc), s_(*pc.spec), size_(pc.phase.size), slot_off_(slot_off), echo_off_(echo_off), rx_slots_(rx_slots) {}
+      : t_(t), pc_(pc), s_(*pc.spec), size_(pc.phase.size), slot_off_(slot_off), echo_off_(echo_off), rx_slots_(rx_slots) {
+    for (auto* v : {&pending_recv_, &arrived_}) v->reserve(64);
+    for (auto* v : {&pending_send_, &sent_}) v->reserve(64);
+  }
 
   Status run() {
     Op op = pc_.phase.op;
@@ -31,6 +34,7 @@ class ServerLoop {
 
  private:
   bool stopping() const { return pc_.abort->load(std::memory_order_relaxed); }
+  bool inline_ok() const { return size_ <= pc_.inject_max; }
   void count(uint64_t n) {
     t_.ops.store(t_.ops.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + n * size_, std::memory_order_relaxed);
@@ -106,7 +110,8 @@ class ServerLoop {
                   fmt::format("server thread {}: write #{} of {} B: byte {} is {:#04x}, expected {:#04x}", t_.index, i,
                               size_, bad, slot[bad], pattern_byte(mseed, bad))};
       }
-      WorkRequest w{Op::write, wr_flag::signal, uint32_t(size_), t_.mr, slot_off_, echo_off_, i};
+      WorkRequest w{Op::write, inline_ok() ? wr_flag::inject : wr_flag::signal, uint32_t(size_), t_.mr, slot_off_,
+                    echo_off_, i};
       Status s = post_one(w);
       if (!s) return s;
       count(1);
@@ -140,21 +145,25 @@ class ServerLoop {
         Status st = handle(cq[i]);
         if (!st) return st;
       }
-      std::vector<Completion> arrived;
-      arrived.swap(pending_recv_);  // post_one may queue more while we answer these
-      for (auto& r : arrived) {
+      arrived_.clear();
+      arrived_.swap(pending_recv_);  // post_one may queue more while we answer these
+      for (auto& r : arrived_) {
         Status st = check_message(r.wr_id, seq, r.len);
         if (!st) return st;
         ++seq;
-        WorkRequest w{Op::send, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + r.wr_id * align_up(size_), 0,
-                      r.wr_id | kSendTag};
+        // An inline send leaves the slot free at once; otherwise the slot is reposted when the send completes.
+        bool inl = inline_ok();
+        WorkRequest w{Op::send, inl ? wr_flag::inject : wr_flag::signal, uint32_t(size_),
+                      t_.mr, t_.area_off + r.wr_id * align_up(size_), 0, r.wr_id | kSendTag};
         st = post_one(w);
+        if (!st) return st;
+        if (inl) st = post_one(recv_wr(r.wr_id));
         if (!st) return st;
         count(1);
       }
-      std::vector<uint64_t> sent;
-      sent.swap(pending_send_);
-      for (uint64_t slot : sent) {
+      sent_.clear();
+      sent_.swap(pending_send_);
+      for (uint64_t slot : sent_) {
         Status st = post_one(recv_wr(slot));
         if (!st) return st;
       }
@@ -198,8 +207,9 @@ class ServerLoop {
   const RunSpec& s_;
   uint64_t size_, slot_off_, echo_off_;
   uint32_t rx_slots_;
-  std::vector<Completion> pending_recv_;
-  std::vector<uint64_t> pending_send_;
+  // Swapped, never reallocated, so the echo loop allocates nothing per message.
+  std::vector<Completion> pending_recv_, arrived_;
+  std::vector<uint64_t> pending_send_, sent_;
 };
 
 }  // namespace

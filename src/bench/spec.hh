@@ -42,6 +42,7 @@ struct RunSpec {
   uint64_t local_mr = 0;
   int repeat = 1;
   bool validate = false;
+  bool inject = true;  // latency runs send small payloads inline (FI_INJECT), as perftest and fi_pingpong do
   double report_interval = 0;
   bool cpu_util = false;
   uint64_t seed = 0x5eed;

@@ -31,7 +31,7 @@ json spec_to_json(const RunSpec& s) {
               {"batch", s.batch}, {"depth", s.depth}, {"signal", s.signal},
               {"batch_given", s.batch_given}, {"depth_given", s.depth_given}, {"signal_given", s.signal_given},
               {"random_space", s.random_space}, {"thread_gap", s.thread_gap}, {"fixed", s.fixed},
-              {"local_mr", s.local_mr}, {"repeat", s.repeat}, {"validate", s.validate},
+              {"local_mr", s.local_mr}, {"repeat", s.repeat}, {"validate", s.validate}, {"inject", s.inject},
               {"report_interval", s.report_interval}, {"cpu_util", s.cpu_util}, {"seed", s.seed},
               {"timeout_s", s.timeout_s}};
 }
@@ -74,6 +74,7 @@ Result<RunSpec> spec_from_json(const json& j) {
     s.local_mr = j.at("local_mr");
     s.repeat = j.at("repeat");
     s.validate = j.at("validate");
+    s.inject = j.at("inject");
     s.report_interval = j.at("report_interval");
     s.cpu_util = j.at("cpu_util");
     s.seed = j.at("seed");

@@ -50,6 +50,7 @@ namespace wr_flag {
 constexpr uint8_t signal = 1;    // ask for a completion
 constexpr uint8_t more = 2;      // more posts follow at once (doorbell hint)
 constexpr uint8_t delivery = 4;  // complete only once the data is visible at the target
+constexpr uint8_t inject = 8;    // copy the payload at post time (len <= Caps::inject); buffer free at once
 }  // namespace wr_flag
 
 struct WorkRequest {

@@ -118,7 +118,8 @@ class OfiEp final : public Endpoint {
       ctx->op = w.op;
       ctx->len = w.len;
       ctx->posted_recv = w.op == Op::recv;
-      uint64_t flags = (w.flags & wr_flag::signal ? FI_COMPLETION : 0) | (w.flags & wr_flag::more ? FI_MORE : 0);
+      uint64_t flags = (w.flags & wr_flag::signal ? FI_COMPLETION : 0) | (w.flags & wr_flag::more ? FI_MORE : 0) |
+                       (w.flags & wr_flag::inject ? FI_INJECT : 0);
       iovec iov{static_cast<uint8_t*>(w.mr->addr()) + w.local_off, w.len};
       void* desc = w.mr->desc();
       ssize_t rc;
