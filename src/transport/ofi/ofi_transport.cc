@@ -268,6 +268,14 @@ std::string domain_names(const fi_info* list) {
 
 Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
   std::string why;
+  // Auto: a peer on this host (loopback) is best reached through shared memory; otherwise take
+  // libfabric's own preference among the providers on the interface that carries the run.
+  bool local = opt.local_ip.rfind("127.", 0) == 0 || opt.local_ip == "::1";
+  if (opt.provider.empty() && local && opt.domain.empty() && query("shm")) {
+    TransportOptions shm = opt;
+    shm.provider = "shm";
+    return open_domain(shm);
+  }
   auto infos = query(opt.provider, &why);
   if (!infos)
     return Status(Errc::unavailable,
@@ -308,9 +316,11 @@ std::vector<Availability> probe() {
   std::vector<Availability> out;
   std::set<std::string> seen_layers;
   if (auto all = query("")) {
-    std::map<std::string, const fi_info*> first;
-    for (auto* i = all->get(); i; i = i->next) first.emplace(i->fabric_attr->prov_name, i);
-    for (auto& [name, info] : first) {
+    // One line per (provider, domain): a NIC or interface is what --domain picks.
+    std::map<std::pair<std::string, std::string>, const fi_info*> first;
+    for (auto* i = all->get(); i; i = i->next) first.emplace(std::pair{i->fabric_attr->prov_name, i->domain_attr->name}, i);
+    for (auto& [key, info] : first) {
+      const std::string& name = key.first;
       out.push_back({"ofi:" + name, true, describe(info)});
       size_t p = 0;
       while (p <= name.size()) {
