@@ -40,12 +40,12 @@ run: build
 unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
+# The two suites have their own conftest.py, so each gets its own pytest run.
 pytest: build venv
-	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e python/tests
+	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e
+	$(VENV)/bin/pytest -q python/tests
 
-test: build venv
-	cd $(BUILD) && ctest --output-on-failure
-	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e python/tests
+test: unit pytest
 
 compare: build
 	bench/compare.sh $(BUILD)/rdmabench
