@@ -19,6 +19,8 @@ namespace wr_flag = transport::wr_flag;
 
 inline uint8_t load_acquire(const uint8_t* p) { return std::atomic_ref<const uint8_t>(*p).load(std::memory_order_acquire); }
 
+constexpr double kYieldAfterNs = 50e3;
+
 struct Budget {  // how long a loop runs: a count, or until a tick
   uint64_t count = 0;
   uint64_t end_tick = 0;
@@ -28,7 +30,7 @@ class ClientLoop {
  public:
   ClientLoop(ThreadState& t, PhaseContext& pc)
       : t_(t), pc_(pc), s_(*pc.spec), size_(pc.phase.size), gen_(s_, t.index, size_, pc.seed),
-        timeout_ticks_(pc.clock->from_ns(s_.timeout_s * 1e9)) {
+        timeout_ticks_(pc.clock->from_ns(s_.timeout_s * 1e9)), yield_after_ticks_(pc.clock->from_ns(kYieldAfterNs)) {
     uint32_t ring = 1;
     while (ring < s_.depth * 2) ring <<= 1;
     mask_ = ring - 1;
@@ -193,6 +195,9 @@ class ClientLoop {
         uint64_t now = clk.now();
         if (now - start > timeout_ticks_) return stalled(1);
         if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
+        // A long wait (beyond any healthy round trip) means whoever must answer, peer or copy
+        // engine, may need this core. Yielding sooner would cost healthy ping-pongs a core switch.
+        if (now - start > yield_after_ticks_) sched_yield();
       }
     }
   }
@@ -280,7 +285,7 @@ class ClientLoop {
   const RunSpec& s_;
   uint64_t size_;
   AddressGen gen_;
-  uint64_t timeout_ticks_;
+  uint64_t timeout_ticks_, yield_after_ticks_;
   uint64_t mask_ = 0, local_slots_ = 1, echo_off_ = 0, seq_ = 0;
   std::vector<uint64_t> post_tick_, offs_;
   std::vector<WorkRequest> wrs_;

@@ -112,20 +112,22 @@ class ServeOne {
     pc.seed = m.value("seed", uint64_t(0));
     pc.abort = &abort;
     pc.inject_max = s_.inject ? caps_.inject : 0;
+    pc.target_progress = caps_.target_progress;
 
-    uint8_t* region = sess_->memory.data();
+    uint8_t* region = sess_->memory->data();
     const uint64_t gap = s_.gap(), rlen = s_.region_bytes();
     if (ph.op == Op::read && s_.validate) fill_pattern(region, rlen, pc.seed, 0);
     if (ph.op == Op::write) std::memset(region, 0, rlen);  // validation and echo detection start from zero
 
     // Send phases get a receive ring of their own, registered for this phase only.
     uint32_t slots = ph.mode == Mode::lat ? 2 : rx_slots_for(s_, ph.size, caps_);
-    AlignedBuffer ring;
+    std::unique_ptr<transport::HostMemory> ring;
     std::unique_ptr<transport::MemoryRegion> ring_mr;
     if (ph.op == Op::send) {
-      ring = AlignedBuffer(uint64_t(s_.threads) * slots * align_up(ph.size));
-      if (!ring) return reject({Errc::unavailable, "server cannot allocate its receive ring"});
-      auto r = sess_->domain->register_memory(ring.data(), ring.size());
+      auto mem = sess_->domain->allocate(uint64_t(s_.threads) * slots * align_up(ph.size));
+      if (!mem) return reject(mem.status());
+      ring = std::move(mem.value());
+      auto r = sess_->domain->register_memory(ring->data(), ring->size());
       if (!r) return reject(r.status());
       ring_mr = std::move(r.value());
     }

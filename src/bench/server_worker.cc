@@ -1,6 +1,8 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -45,8 +47,17 @@ class ServerLoop {
                                   t_.ep->describe_error(c.err))};
   }
   void idle(int& n) {
-    // Park between empty polls so a passive side does not starve the measuring threads of a core.
-    if (++n > 256) sched_yield();
+    // Park between empty polls so a passive side does not starve the measuring threads of a core;
+    // where the transport moves data without us (copy engines), sleep instead.
+    if (++n <= 256) return;
+    if (pc_.target_progress) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+
+  // Echo loops spin for healthy ping-pongs but give the core away once a wait is long
+  // (the client or its copy engine needs it when threads outnumber cores).
+  void long_wait(uint64_t since) const {
+    if (pc_.clock->to_ns(pc_.clock->now() - since) > 50e3) sched_yield();
   }
 
   Status post_one(const WorkRequest& w) {
@@ -95,12 +106,14 @@ class ServerLoop {
     Completion cq[16];
     for (uint64_t i = 0; !stopping(); ++i) {
       uint8_t tag = uint8_t(i % 255 + 1);
+      uint64_t since = pc_.clock->now();
       while (std::atomic_ref<const uint8_t>(slot[size_ - 1]).load(std::memory_order_acquire) != tag) {
         if (stopping()) return {};
         int n = t_.ep->poll(cq);
         if (n < 0) return io_error();
         for (int k = 0; k < n; ++k)
           if (cq[k].err) return cqe_error(cq[k]);
+        long_wait(since);
       }
       if (s_.validate) {
         uint64_t mseed = message_seed(pc_.seed, t_.index, i);
@@ -138,9 +151,12 @@ class ServerLoop {
     }
     Completion cq[16];
     uint64_t seq = 0;
+    uint64_t since = pc_.clock->now();
     while (!stopping()) {
       int n = t_.ep->poll(cq);
       if (n < 0) return io_error();
+      if (n) since = pc_.clock->now();
+      else long_wait(since);
       for (int i = 0; i < n; ++i) {
         Status st = handle(cq[i]);
         if (!st) return st;

@@ -21,9 +21,10 @@ Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const transport:
   std::string name = s.transport + (s.provider.empty() ? "" : ":" + s.provider);
   Status c = check_caps(s, session->domain->caps(), name);
   if (!c) return c;
-  session->memory = AlignedBuffer(bytes);
-  if (!session->memory) return Status(Errc::unavailable, fmt::format("cannot allocate {} B of buffers", bytes));
-  auto mr = session->domain->register_memory(session->memory.data(), session->memory.size());
+  auto mem = session->domain->allocate(bytes);
+  if (!mem) return mem.status();
+  session->memory = std::move(mem.value());
+  auto mr = session->domain->register_memory(session->memory->data(), session->memory->size());
   if (!mr) return mr.status();
   session->mr = std::move(mr.value());
   for (int t = 0; t < s.threads; ++t) {
@@ -60,10 +61,15 @@ Result<std::vector<uint8_t>> from_hex(const std::string& s) {
   return b;
 }
 
-nlohmann::json region_json(const transport::RemoteRegion& r) { return {{"base", r.base}, {"key", r.key}, {"len", r.len}}; }
+nlohmann::json region_json(const transport::RemoteRegion& r) {
+  return {{"base", r.base}, {"key", r.key}, {"len", r.len}, {"handle", to_hex(r.handle)}};
+}
 
 transport::RemoteRegion region_from_json(const nlohmann::json& j) {
-  return {j.at("base").get<uint64_t>(), j.at("key").get<uint64_t>(), j.at("len").get<uint64_t>()};
+  transport::RemoteRegion r{j.at("base").get<uint64_t>(), j.at("key").get<uint64_t>(), j.at("len").get<uint64_t>(), {}};
+  auto h = from_hex(j.value("handle", std::string()));
+  if (h) r.handle = std::move(h.value());
+  return r;
 }
 
 nlohmann::json info_json(const transport::DomainInfo& i) {
@@ -85,7 +91,8 @@ Status connect_endpoints(Session& s, const nlohmann::json& addrs, const transpor
     if (!a) return a.status();
     Status c = s.eps[i]->connect(*a);
     if (!c) return c;
-    s.eps[i]->set_remote(peer_region);
+    Status r = s.eps[i]->set_remote(peer_region);
+    if (!r) return r;
   }
   return {};
 }

@@ -8,14 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/spec.hh"
-#include "core/buffer.hh"
 #include "transport/registry.hh"
 
 namespace rb::bench {
 
 struct Session {
   std::unique_ptr<transport::Domain> domain;
-  AlignedBuffer memory;
+  std::unique_ptr<transport::HostMemory> memory;
   std::unique_ptr<transport::MemoryRegion> mr;
   std::vector<std::unique_ptr<transport::Endpoint>> eps;  // destroyed before mr and domain
   ~Session() {

@@ -98,6 +98,12 @@ Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string&
     if (c.max_msg && size > c.max_msg)
       return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", format_bytes(size), name,
                              format_bytes(c.max_msg)));
+  if (s.validate && !c.validation)
+    return {Errc::unsupported, fmt::format("--validate: {} moves data where the server cannot check it; "
+                                           "validate with another transport (e.g. dma:cpu)", name)};
+  if (!c.latency_echo && has_op(s, Op::write) && has_mode(s, Mode::lat))
+    return {Errc::unsupported, fmt::format("--op write --mode lat: {} has no peer that sees writes land; "
+                                           "use --mode bw or --op read", name)};
   if (has_mode(s, Mode::bw) && c.tx_depth && s.depth > c.tx_depth)
     return bad(fmt::format("--depth {}: {} accepts at most {} outstanding ops per endpoint; lower --depth", s.depth, name,
                            c.tx_depth));

@@ -1,5 +1,8 @@
 #include "transport/registry.hh"
 
+#include "core/buffer.hh"
+
+#include "transport/dma/dma_transport.hh"
 #include "transport/loopback/loopback.hh"
 #include "transport/ofi/ofi_transport.hh"
 
@@ -15,9 +18,29 @@ const char* op_name(Op op) {
   return "?";
 }
 
+namespace {
+class HeapMemory final : public HostMemory {
+ public:
+  explicit HeapMemory(size_t len) : buf_(len) {}
+  uint8_t* data() const override { return buf_.data(); }
+  size_t size() const override { return buf_.size(); }
+  bool ok() const { return bool(buf_); }
+
+ private:
+  AlignedBuffer buf_;
+};
+}  // namespace
+
+std::unique_ptr<HostMemory> allocate_heap(size_t len) {
+  auto m = std::make_unique<HeapMemory>(len);
+  if (!m->ok()) return nullptr;
+  return m;
+}
+
 const std::vector<TransportEntry>& registry() {
   static const std::vector<TransportEntry> entries = {
       ofi::registry_entry(),
+      dma::registry_entry(),
       loopback::registry_entry(),
   };
   return entries;

@@ -26,6 +26,8 @@ struct Caps {
   bool target_progress = false;  // the passive side must poll its CQ for RMA data to land
   bool virtual_addressing = false;  // remote addresses are virtual addresses (else offsets)
   bool selective_completion = true; // can skip completions for unsignaled ops
+  bool latency_echo = true;      // the peer can see writes land (write latency ping-pong)
+  bool validation = true;        // the peer can read the region (--validate)
   double link_gbps = 0;          // 0 when unknown
 };
 
@@ -35,7 +37,18 @@ struct RemoteRegion {
   uint64_t base = 0;
   uint64_t key = 0;
   uint64_t len = 0;
+  std::vector<uint8_t> handle;  // transport-specific extra (e.g. how a copy engine maps the region)
 };
+
+// Memory a Domain can register, from Domain::allocate: page aligned and zeroed. Transports that
+// move bytes without a NIC (copy engines) hand out shareable or pinned memory here.
+class HostMemory {
+ public:
+  virtual ~HostMemory() = default;
+  virtual uint8_t* data() const = 0;
+  virtual size_t size() const = 0;
+};
+std::unique_ptr<HostMemory> allocate_heap(size_t len);  // plain page-aligned memory; null on failure
 
 class MemoryRegion {
  public:
@@ -77,7 +90,7 @@ class Endpoint {
   virtual std::vector<uint8_t> address() const = 0;
   virtual Status connect(std::span<const uint8_t> peer_address) = 0;
   // The peer region that write/read offsets refer to.
-  virtual void set_remote(const RemoteRegion& region) = 0;
+  virtual Status set_remote(const RemoteRegion& region) = 0;
   // Accepts a prefix of `wrs`: returns how many were taken (fewer means the queue is full; poll
   // and retry the rest), or -1 on a fatal error (then last_error() says what).
   virtual int post(std::span<const WorkRequest> wrs) = 0;
@@ -107,6 +120,12 @@ class Domain {
   virtual ~Domain() = default;
   virtual const Caps& caps() const = 0;
   virtual const DomainInfo& info() const = 0;
+  // Memory for register_memory. Transports that need special memory override this.
+  virtual Result<std::unique_ptr<HostMemory>> allocate(size_t len) {
+    auto m = allocate_heap(len);
+    if (!m) return Status(Errc::unavailable, "cannot allocate " + std::to_string(len) + " B");
+    return m;
+  }
   virtual Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) = 0;
   virtual Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& opt) = 0;
 };

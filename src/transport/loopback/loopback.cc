@@ -73,7 +73,10 @@ class LoopEp final : public Endpoint {
     std::memcpy(&peer_, peer.data(), 8);
     return {};
   }
-  void set_remote(const RemoteRegion& r) override { remote_ = r; }
+  Status set_remote(const RemoteRegion& r) override {
+    remote_ = r;
+    return {};
+  }
 
   int post(std::span<const WorkRequest> wrs) override {
     std::lock_guard g(hub_->mu);

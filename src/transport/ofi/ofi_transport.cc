@@ -108,7 +108,10 @@ class OfiEp final : public Endpoint {
     if (rc != 1) return fail("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
     return {};
   }
-  void set_remote(const RemoteRegion& r) override { remote_ = r; }
+  Status set_remote(const RemoteRegion& r) override {
+    remote_ = r;
+    return {};
+  }
 
   int post(std::span<const WorkRequest> wrs) override {
     int n = 0;
