@@ -64,7 +64,7 @@ class ClientRun {
     auto ch = bootstrap::Channel::connect(o_.server, o_.connect_timeout_s);
     if (!ch) return ch.status();
     ch_ = std::move(ch.value());
-    transport::TransportOptions topt{s_.provider, s_.domain, ch_.local_ip(), s_.validate};
+    transport::TransportOptions topt{s_.provider, s_.domain, ch_.local_ip(), s_.validate, s_.transport_opts};
     auto sess = open_session(s_, topt, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
@@ -131,6 +131,7 @@ class ClientRun {
     pc.seed = mix64(s_.seed + index * 0x1000193);
     pc.abort = &abort;
     pc.inject_max = s_.inject ? sess_->domain->caps().inject : 0;
+    pc.yield_to_engine = sess_->domain->caps().engine_thread;
     const uint64_t per_thread = s_.local_bytes_per_thread();
     bool cover = s_.validate && ph.op == Op::write && ph.mode == Mode::bw;
     std::vector<std::unique_ptr<ThreadState>> ts;

@@ -195,9 +195,9 @@ class ClientLoop {
         uint64_t now = clk.now();
         if (now - start > timeout_ticks_) return stalled(1);
         if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
-        // A long wait (beyond any healthy round trip) means whoever must answer, peer or copy
-        // engine, may need this core. Yielding sooner would cost healthy ping-pongs a core switch.
-        if (now - start > yield_after_ticks_) sched_yield();
+        // Our own copy engine may need this core to answer (threads outnumber cores). A peer
+        // process is left alone: yielding here measurably slows network ping-pongs.
+        if (pc_.yield_to_engine && now - start > yield_after_ticks_) sched_yield();
       }
     }
   }

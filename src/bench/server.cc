@@ -55,7 +55,7 @@ class ServeOne {
     s_ = spec.value();
     Status st = check(s_);
     if (!st) return reject(st);
-    transport::TransportOptions topt{s_.provider, o_.domain, ch_.local_ip(), s_.validate};
+    transport::TransportOptions topt{s_.provider, o_.domain, ch_.local_ip(), s_.validate, s_.transport_opts};
     auto sess = open_session(s_, topt, s_.region_bytes(), rx_max());
     if (!sess) return reject(sess.status());
     sess_ = std::move(sess.value());
@@ -113,6 +113,7 @@ class ServeOne {
     pc.abort = &abort;
     pc.inject_max = s_.inject ? caps_.inject : 0;
     pc.target_progress = caps_.target_progress;
+    pc.yield_to_engine = caps_.engine_thread;
 
     uint8_t* region = sess_->memory->data();
     const uint64_t gap = s_.gap(), rlen = s_.region_bytes();

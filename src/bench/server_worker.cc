@@ -57,7 +57,7 @@ class ServerLoop {
   // Echo loops spin for healthy ping-pongs but give the core away once a wait is long
   // (the client or its copy engine needs it when threads outnumber cores).
   void long_wait(uint64_t since) const {
-    if (pc_.clock->to_ns(pc_.clock->now() - since) > 50e3) sched_yield();
+    if (pc_.yield_to_engine && pc_.clock->to_ns(pc_.clock->now() - since) > 50e3) sched_yield();
   }
 
   Status post_one(const WorkRequest& w) {

@@ -2,6 +2,7 @@
 // The validated description of a run. The client builds it from flags (or a job file), checks
 // it, and sends it to the server, which adopts it: the server never needs the run flags.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct RunSpec {
   std::string transport = "ofi";
   std::string provider;  // libfabric provider for ofi; empty = auto
   std::string domain;    // client side NIC; empty = the interface carrying --addr
+  std::map<std::string, std::string> transport_opts;  // -o KEY=VALUE, applied on both sides
   std::vector<Op> ops{Op::write};
   std::vector<Mode> modes{Mode::bw};
   std::vector<uint64_t> sizes{65536};

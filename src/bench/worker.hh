@@ -31,7 +31,8 @@ struct PhaseContext {
   const Clock* clock = nullptr;
   uint64_t seed = 0;                   // per-phase data seed
   uint64_t inject_max = 0;
-  bool target_progress = true;         // the passive side must poll for data to move             // latency ops up to this size go inline, without a completion
+  bool target_progress = true;         // the passive side must poll for data to move
+  bool yield_to_engine = false;        // a copy-engine thread of ours needs a core while we wait             // latency ops up to this size go inline, without a completion
   std::atomic<bool>* abort = nullptr;  // set by the orchestrator (peer gone, Ctrl-C, other thread failed)
   std::atomic<uint64_t> measure_tick{0};  // when every thread finished warm-up
 };

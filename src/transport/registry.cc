@@ -5,6 +5,7 @@
 #include "transport/dma/dma_transport.hh"
 #include "transport/loopback/loopback.hh"
 #include "transport/ofi/ofi_transport.hh"
+#include "transport/tcp/tcp_transport.hh"
 
 namespace rb::transport {
 
@@ -40,6 +41,7 @@ std::unique_ptr<HostMemory> allocate_heap(size_t len) {
 const std::vector<TransportEntry>& registry() {
   static const std::vector<TransportEntry> entries = {
       ofi::registry_entry(),
+      tcp::registry_entry(),
       dma::registry_entry(),
       loopback::registry_entry(),
   };

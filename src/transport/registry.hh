@@ -2,6 +2,7 @@
 // The explicit list of transports. Each entry names itself, describes its options, opens a
 // Domain and can say whether it is usable on this machine (for --list).
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct TransportOptions {
   std::string domain;     // ofi: libfabric domain (a NIC or interface name); empty = derived
   std::string local_ip;   // the local address the out-of-band connection uses
   bool for_validation = false;
+  std::map<std::string, std::string> params;  // -o KEY=VALUE, each transport validates its own
 };
 
 struct Availability {

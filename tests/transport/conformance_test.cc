@@ -12,6 +12,7 @@
 #include "transport/dma/dma_transport.hh"
 #include "transport/loopback/loopback.hh"
 #include "transport/ofi/ofi_transport.hh"
+#include "transport/tcp/tcp_transport.hh"
 
 namespace rb::transport {
 namespace {
@@ -216,13 +217,20 @@ Result<std::unique_ptr<Domain>> dma(const std::string& engine) {
   return dma::open_domain(o);
 }
 
+Result<std::unique_ptr<Domain>> tcp_kernel() {
+  TransportOptions o;
+  o.local_ip = "127.0.0.1";
+  return tcp::open_domain(o);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Transports, Conformance,
     ::testing::Values(
         Param{"loopback",
               [hub = loopback::make_hub()]() -> Result<std::unique_ptr<Domain>> { return loopback::open_domain(hub); }},
         Param{"ofi_shm", [] { return ofi("shm"); }}, Param{"ofi_tcp", [] { return ofi("tcp"); }},
-        Param{"dma_cpu", [] { return dma("cpu"); }}, Param{"dma_cuda", [] { return dma("cuda"); }}),
+        Param{"dma_cpu", [] { return dma("cpu"); }}, Param{"dma_cuda", [] { return dma("cuda"); }},
+        Param{"tcp", [] { return tcp_kernel(); }}),
     [](const auto& info) { return info.param.name; });
 
 // Protection the loopback transport enforces like a NIC would (libfabric's shm does not: see

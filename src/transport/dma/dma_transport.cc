@@ -171,6 +171,7 @@ class DmaDomain final : public Domain {
     caps_.max_msg = 1ull << 31;
     caps_.tx_depth = kQueueDepth;
     caps_.target_progress = false;
+    caps_.engine_thread = kind == Engine::cpu;
     if (kind == Engine::cpu) {
       info_ = {"dma", "cpu", "host-memory", "memfd", ""};
     } else {

@@ -1,0 +1,104 @@
+#include "transport/tcp/frame_io.hh"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace rb::transport::tcp {
+
+namespace {
+constexpr size_t kMaxIov = 64;
+constexpr size_t kDirectRead = 16 << 10;  // payloads at least this large skip the staging copy
+}  // namespace
+
+FrameWriter::FrameWriter(uint32_t capacity) {
+  uint64_t c = 1;
+  while (c < capacity) c <<= 1;
+  q_.resize(c);
+  cap_ = c;
+  mask_ = c - 1;
+  iov_.reserve(kMaxIov);
+}
+
+bool FrameWriter::flush(std::vector<OutFrame>& sent) {
+  while (head_ != tail_) {
+    iov_.clear();
+    size_t skip = done_in_head_;
+    for (uint64_t i = head_; i != tail_ && iov_.size() + 2 <= kMaxIov; ++i) {
+      OutFrame& f = q_[i & mask_];
+      size_t hl = sizeof(Header);
+      if (skip < hl) iov_.push_back({reinterpret_cast<uint8_t*>(&f.hdr) + skip, hl - skip});
+      size_t pskip = skip > hl ? skip - hl : 0;
+      if (f.payload && f.payload_len > pskip)
+        iov_.push_back({const_cast<uint8_t*>(f.payload) + pskip, f.payload_len - pskip});
+      skip = 0;
+    }
+    msghdr m{};
+    m.msg_iov = iov_.data();
+    m.msg_iovlen = iov_.size();
+    ssize_t w = sendmsg(fd_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    size_t left = size_t(w);
+    while (left && head_ != tail_) {
+      OutFrame& f = q_[head_ & mask_];
+      size_t total = sizeof(Header) + (f.payload ? f.payload_len : 0);
+      size_t need = total - done_in_head_;
+      if (left >= need) {
+        left -= need;
+        done_in_head_ = 0;
+        if (f.notify) sent.push_back(f);
+        ++head_;
+      } else {
+        done_in_head_ += left;
+        left = 0;
+      }
+    }
+    if (head_ != tail_ && done_in_head_) return true;  // the socket is full; come back later
+  }
+  return true;
+}
+
+FrameReader::FrameReader(size_t staging) : buf_(staging) {}
+
+long FrameReader::fill() {
+  if (head_ == tail_) head_ = tail_ = 0;
+  if (tail_ == buf_.size()) {
+    // Slide the unread bytes to the front to make room.
+    std::memmove(buf_.data(), buf_.data() + head_, tail_ - head_);
+    tail_ -= head_;
+    head_ = 0;
+  }
+  ssize_t r = recv(fd_, buf_.data() + tail_, buf_.size() - tail_, MSG_DONTWAIT);
+  if (r == 0) return -1;
+  if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+  tail_ += size_t(r);
+  return long(available());
+}
+
+long FrameReader::read_into(uint8_t* dst, size_t n) {
+  size_t got = 0;
+  size_t avail = available();
+  if (avail) {
+    got = std::min(avail, n);
+    std::memcpy(dst, buf_.data() + head_, got);
+    head_ += got;
+    if (got == n) return long(got);
+  }
+  size_t want = n - got;
+  if (want >= kDirectRead) {
+    ssize_t r = recv(fd_, dst + got, want, MSG_DONTWAIT);
+    if (r == 0) return -1;
+    if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? long(got) : -1;
+    return long(got + size_t(r));
+  }
+  if (got) return long(got);
+  long f = fill();
+  if (f <= 0) return f;
+  size_t take = std::min(available(), want);
+  std::memcpy(dst, buf_.data() + head_, take);
+  head_ += take;
+  return long(take);
+}
+
+}  // namespace rb::transport::tcp

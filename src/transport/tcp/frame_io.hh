@@ -1,0 +1,61 @@
+#pragma once
+// Non-blocking framed I/O on one socket. FrameWriter queues frames (header + payload pointer)
+// and writes them with writev, many per system call; FrameReader pulls bytes into a staging
+// buffer and hands out headers and payload bytes, or receives a large payload straight into its
+// destination. Neither allocates after construction.
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "transport/tcp/wire.hh"
+
+namespace rb::transport::tcp {
+
+struct OutFrame {
+  Header hdr;
+  const uint8_t* payload;  // null when the frame has none
+  uint32_t payload_len;
+  bool notify;             // report when fully sent (FrameWriter::flush's `sent` list)
+};
+
+class FrameWriter {
+ public:
+  explicit FrameWriter(uint32_t capacity);
+  void set_fd(int fd) { fd_ = fd; }
+  bool full() const { return tail_ - head_ >= cap_; }
+  bool empty() const { return tail_ == head_; }
+  size_t queued() const { return tail_ - head_; }
+  void push(const OutFrame& f) { q_[tail_++ & mask_] = f; }
+  // Writes what the socket takes; appends the wr_id of every fully sent frame marked `notify`
+  // to `sent`. Returns false on a socket error (errno set).
+  bool flush(std::vector<OutFrame>& sent);
+
+ private:
+  int fd_ = -1;
+  std::vector<OutFrame> q_;
+  uint64_t cap_, mask_, head_ = 0, tail_ = 0;
+  size_t done_in_head_ = 0;  // bytes of the head frame already written
+  std::vector<iovec> iov_;
+};
+
+class FrameReader {
+ public:
+  explicit FrameReader(size_t staging);
+  void set_fd(int fd) { fd_ = fd; }
+  // Result of a read attempt: bytes now available, 0 = would block, -1 = closed or error.
+  long fill();
+  size_t available() const { return tail_ - head_; }
+  const uint8_t* peek() const { return buf_.data() + head_; }
+  void consume(size_t n) { head_ += n; }
+  // Receives up to n payload bytes into dst: first from staging, then straight from the
+  // socket. Returns bytes delivered (0 = would block), -1 on close or error.
+  long read_into(uint8_t* dst, size_t n);
+
+ private:
+  int fd_ = -1;
+  std::vector<uint8_t> buf_;
+  size_t head_ = 0, tail_ = 0;
+};
+
+}  // namespace rb::transport::tcp

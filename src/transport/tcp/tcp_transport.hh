@@ -1,0 +1,12 @@
+#pragma once
+// Kernel TCP as a transport: the RDMA-vs-TCP baseline from the same tool. SEND/RECV are framed
+// messages; WRITE and READ are requests the target's endpoint applies to, or serves from, its
+// registered region (keys and bounds checked), so addressing and validation work as over ofi.
+// Each endpoint is one connection per direction: its own requests go out on the connection it
+// opened, the peer's requests arrive on the one it accepted.
+#include "transport/registry.hh"
+
+namespace rb::transport::tcp {
+TransportEntry registry_entry();
+Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt);
+}  // namespace rb::transport::tcp
