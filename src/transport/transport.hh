@@ -28,6 +28,7 @@ struct Caps {
   bool selective_completion = true; // can skip completions for unsignaled ops
   bool latency_echo = true;      // the peer can see writes land (write latency ping-pong)
   bool validation = true;        // the peer can read the region (--validate)
+  bool checks_bounds = false;    // an op outside the peer's region completes with an error, touching nothing
   bool engine_thread = false;    // a thread of this process moves the data: long waits should yield to it
   double link_gbps = 0;          // 0 when unknown
 };

@@ -188,6 +188,28 @@ TEST_P(Conformance, QuiesceCancelsPostedReceives) {
   EXPECT_EQ(last.len, 2048u);
 }
 
+TEST_P(Conformance, OutOfBoundsOpsFailAndTouchNothing) {
+  if (!a_.dom->caps().checks_bounds) GTEST_SKIP() << "this transport does not check bounds (see docs/transports.md)";
+  std::memset(a_.mem->data(), 0x77, 4096);
+  uint64_t past_end = b_.mr->remote().len - 100;
+  WorkRequest w{Op::write, wr_flag::signal | wr_flag::delivery, 4096, a_.mr.get(), 0, past_end, 41};
+  post(a_, w);
+  WorkRequest r{Op::read, wr_flag::signal, 4096, a_.mr.get(), 8192, past_end, 42};
+  post(a_, r);
+  ASSERT_TRUE(pump([&] { return a_.got.size() >= 2; }));
+  for (auto& c : a_.got) {
+    EXPECT_NE(c.err, 0) << "wr " << c.wr_id;
+    EXPECT_FALSE(a_.ep->describe_error(c.err).empty());
+  }
+  if (a_.dom->caps().validation)
+    for (size_t i = 0; i < b_.mem->size(); ++i) ASSERT_EQ(b_.mem->data()[i], 0) << "byte " << i << " was touched";
+  // The endpoint stays usable after a protection error.
+  WorkRequest ok{Op::write, wr_flag::signal | wr_flag::delivery, 64, a_.mr.get(), 0, 0, 43};
+  post(a_, ok);
+  ASSERT_TRUE(pump([&] { return a_.got.size() >= 3; }));
+  EXPECT_EQ(a_.got.back().err, 0);
+}
+
 TEST_P(Conformance, ManyOutstandingWritesAllComplete) {
   const int n = 2000;
   int posted = 0;

@@ -172,6 +172,7 @@ class DmaDomain final : public Domain {
     caps_.tx_depth = kQueueDepth;
     caps_.target_progress = false;
     caps_.engine_thread = kind == Engine::cpu;
+    caps_.checks_bounds = true;
     if (kind == Engine::cpu) {
       info_ = {"dma", "cpu", "host-memory", "memfd", ""};
     } else {

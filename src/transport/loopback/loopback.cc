@@ -159,6 +159,7 @@ class LoopDomain final : public Domain {
     caps_.write = caps_.read = caps_.send = true;
     caps_.max_msg = 1ull << 30;
     caps_.tx_depth = caps_.rx_depth = 4096;
+    caps_.checks_bounds = true;
     info_ = {"loopback", "loopback", "in-process", "in-process", ""};
   }
   const Caps& caps() const override { return caps_; }

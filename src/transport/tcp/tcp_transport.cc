@@ -34,6 +34,7 @@ class TcpDomain final : public Domain {
     caps_.tx_depth = 4096;
     caps_.rx_depth = 4096;
     caps_.target_progress = true;  // the target's endpoint applies writes and serves reads
+    caps_.checks_bounds = true;
     std::string iface = ofi::interface_of(ip_);
     info_ = {"tcp", "kernel", "tcp", iface.empty() ? ip_ : iface, ""};
   }
