@@ -4,8 +4,9 @@ SHELL := /bin/bash
 BUILD ?= build
 VENV ?= .venv
 DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-dev nlohmann-json3-dev \
-        libfmt-dev libgtest-dev iproute2
+        libfmt-dev libgtest-dev iproute2 libtomlplusplus-dev
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
+REPORT_JOB ?= jobs/report-default.toml
 
 .PHONY: all deps venv build run test unit e2e pytest compare report clean
 
@@ -49,6 +50,15 @@ test: unit pytest
 
 compare: build
 	bench/compare.sh $(BUILD)/rdmabench
+
+# A job on loopback (or the job's --addr), then plots, summary and comparison in report/README.md.
+# Every file the report writes is removed first, so nothing of an earlier report is left over.
+report: build venv
+	@mkdir -p report && rm -rf report/results.jsonl report/tables.txt report/*.png report/README.md report/by-transport
+	set -o pipefail; $(BUILD)/rdmabench --job $(REPORT_JOB) --json report/results.jsonl | tee report/tables.txt
+	set -o pipefail; $(VENV)/bin/rdmabench-report plot report/results.jsonl -o report/ | tee report/.pngs
+	$(VENV)/bin/python jobs/report_readme.py report $(REPORT_JOB) $$(cat report/.pngs)
+	@rm -f report/.pngs
 
 clean:
 	rm -rf $(BUILD) $(VENV)

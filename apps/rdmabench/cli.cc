@@ -46,50 +46,62 @@ const char* kDescription =
     "  rdmabench --server [--addr IP:PORT]          serve runs (one after another) until stopped\n"
     "  rdmabench --addr IP:PORT [run flags]         run against a server\n"
     "  rdmabench [--loopback] [run flags]           start a server child on 127.0.0.1 and run against it\n"
+    "  rdmabench --job FILE.toml [flags]            run a matrix of runs described in a TOML job file (see jobs/)\n"
     "  rdmabench --list                             transports and providers usable here\n";
 
-}  // namespace
-
-Result<Command> parse_command_line(int argc, char** argv) {
-  Command cmd;
-  auto& s = cmd.spec;
-  CLI::App app{kDescription, "rdmabench"};
-  app.get_formatter()->column_width(34);
-  bool server = false, loopback = false, list = false, version = false, read_alias = false;
+// The values CLI11 writes into before they are checked and converted into the Command.
+struct Raw {
+  bool server = false, loopback = false, list = false, version = false, read_alias = false, no_inject = false;
   std::string addr, transport = "ofi", op, mode, size = "64K", warmup, random_space, thread_gap, local_mr, cpus,
-                    server_cpus;
+      server_cpus, job;
   uint64_t iters = 0;
   double duration = 0;
   int ready_fd = -1;
+  std::vector<std::string> transport_opts;
+};
+
+// Flags that describe the process rather than one run: a job file cannot set them.
+constexpr const char* kNotInJob[] = {"server", "once", "list", "version", "ready-fd", "help", "job", "quiet"};
+
+// Every flag, defined once: parse_command_line parses with it and flag_table() lists it, so a job
+// file accepts exactly the flags the command line does.
+void define_flags(CLI::App& app, Command& cmd, Raw& r) {
+  auto& s = cmd.spec;
+  app.get_formatter()->column_width(34);
 
   auto* g_role = "Role";
-  app.add_flag("--server", server, "wait for clients and serve their runs")->group(g_role);
-  app.add_option("--addr", addr, "server address HOST:PORT (default port 7471; server default 0.0.0.0:7471)")->group(g_role);
-  app.add_flag("--loopback", loopback, "run a server child on 127.0.0.1 (the default with no --addr)")->group(g_role);
+  app.add_flag("--server", r.server, "wait for clients and serve their runs")->group(g_role);
+  app.add_option("--addr", r.addr, "server address HOST:PORT (default port 7471; server default 0.0.0.0:7471)")->group(g_role);
+  app.add_flag("--loopback", r.loopback, "run a server child on 127.0.0.1 (the default with no --addr)")->group(g_role);
   app.add_flag("--once", cmd.server.once, "server: exit after serving one run")->group(g_role);
-  app.add_flag("--list", list, "list transports and libfabric providers usable on this machine")->group(g_role);
-  app.add_flag("--version", version, "print the version")->group(g_role);
-  app.add_option("--ready-fd", ready_fd, "internal: write the listening port to this fd")->group("");
+  app.add_option("--job", r.job, "run every combination of a TOML job file ([defaults], [matrix], [[run]]) into one "
+                                 "--json file; flags given here replace its [defaults]")->type_name("FILE.toml")->group(g_role);
+  app.add_flag("--list", r.list, "list transports and libfabric providers usable on this machine")->group(g_role);
+  app.add_flag("--version", r.version, "print the version")->group(g_role);
+  app.add_option("--ready-fd", r.ready_fd, "internal: write the listening port to this fd")->group("");
 
   auto* g_tr = "Transport";
-  app.add_option("-t,--transport", transport, "ofi (libfabric picks), ofi:shm, ofi:tcp, ofi:<provider>")
+  app.add_option("-t,--transport", r.transport, "ofi (libfabric picks), ofi:shm, ofi:tcp, ofi:<provider>, tcp, dma:cpu, dma:cuda")
       ->capture_default_str()->group(g_tr);
-  app.add_option("--domain", s.domain, "libfabric domain (NIC) of this side; default: the interface carrying --addr")->group(g_tr);
+  app.add_option("--domain", s.domain, "libfabric domain (NIC) of this side; default: the interface carrying --addr; "
+                                       "dma:cuda: the GPU index")->group(g_tr);
+  app.add_option("-o,--transport-opt", r.transport_opts, "transport option KEY=VALUE, repeatable (see --list), e.g. "
+                                                         "-o nodelay=0 -o sndbuf=4M for tcp")->group(g_tr);
 
   auto* g_run = "Run";
-  app.add_option("--op", op, "write | read | send, or a list: write,send (default write)")->group(g_run);
-  app.add_flag("--read", read_alias, "same as --op read")->group(g_run);
-  app.add_option("--mode", mode, "bw (stream) | lat (ping-pong) | bw,lat (default bw)")->group(g_run);
-  app.add_option("-s,--size,--payload", size, "bytes per op: 64, a list 64,4K,1M, a range 2:8M, or all (2..8M)")
+  app.add_option("--op", r.op, "write | read | send, or a list: write,send (default write)")->group(g_run);
+  app.add_flag("--read", r.read_alias, "same as --op read")->group(g_run);
+  app.add_option("--mode", r.mode, "bw (stream) | lat (ping-pong) | bw,lat (default bw)")->group(g_run);
+  app.add_option("-s,--size,--payload", r.size, "bytes per op: 64, a list 64,4K,1M, a range 2:8M, or all (2..8M)")
       ->capture_default_str()->group(g_run);
-  app.add_option("-n,--iters", iters, "ops per thread (default bw 5000, lat 10000)")->group(g_run);
-  app.add_option("-D,--duration,--life", duration, "seconds per measurement instead of --iters")->group(g_run);
-  app.add_option("--warmup", warmup, "warm-up per thread, never counted: iterations (1000) or seconds (2s); "
-                                     "default iters/10 (min 16), or duration/10 (max 1s)")->group(g_run);
+  app.add_option("-n,--iters", r.iters, "ops per thread (default bw 5000, lat 10000)")->group(g_run);
+  app.add_option("-D,--duration,--life", r.duration, "seconds per measurement instead of --iters")->group(g_run);
+  app.add_option("--warmup", r.warmup, "warm-up per thread, never counted: iterations (1000) or seconds (2s); "
+                                       "default iters/10 (min 16), or duration/10 (max 1s)")->group(g_run);
   app.add_option("--threads", s.threads, "client threads, each with its own endpoint, CQ and buffers")
       ->capture_default_str()->group(g_run);
-  app.add_option("--cpus", cpus, "pin this side's threads: 0,1 or 0-3 (thread i -> i-th CPU)")->group(g_run);
-  app.add_option("--server-cpus", server_cpus, "--loopback: pin the server child's threads")->group(g_run);
+  app.add_option("--cpus", r.cpus, "pin this side's threads: 0,1 or 0-3 (thread i -> i-th CPU)")->group(g_run);
+  app.add_option("--server-cpus", r.server_cpus, "--loopback: pin the server child's threads")->group(g_run);
   app.add_option("-b,--batch,--batch-size", s.batch, "ops posted per doorbell (FI_MORE on all but the last)")
       ->capture_default_str()->group(g_run);
   app.add_option("-d,--depth", s.depth, "ops outstanding per thread in bw mode")->capture_default_str()->group(g_run);
@@ -100,23 +112,98 @@ Result<Command> parse_command_line(int argc, char** argv) {
   app.add_option("--seed", s.seed, "seed of random targets and data patterns")->group(g_run);
 
   auto* g_addr = "Addressing (write/read)";
-  app.add_option("--random-space", random_space, "targets drawn at random (64 B aligned) in a remote region of this size")
+  app.add_option("--random-space", r.random_space, "targets drawn at random (64 B aligned) in a remote region of this size")
       ->group(g_addr);
-  app.add_option("--thread-gap", thread_gap, "each thread confined to its own slice of this size (multiple of 64)")
+  app.add_option("--thread-gap", r.thread_gap, "each thread confined to its own slice of this size (multiple of 64)")
       ->group(g_addr);
   app.add_flag("--fixed", s.fixed, "each thread always targets the start of its slice (the default without --random-space)")
       ->group(g_addr);
-  app.add_option("--local-mr", local_mr, "local buffer per thread (default batch x size)")->group(g_addr);
+  app.add_option("--local-mr", r.local_mr, "local buffer per thread (default batch x size)")->group(g_addr);
 
   auto* g_out = "Output";
-  bool no_inject = false;
-  app.add_flag("--no-inject", no_inject, "latency runs: never send small payloads inline (FI_INJECT)")->group(g_run);
+  app.add_flag("--no-inject", r.no_inject, "latency runs: never send small payloads inline (FI_INJECT)")->group(g_run);
   app.add_flag("--validate", s.validate, "check every byte moved against a pattern; a mismatch fails the run")->group(g_out);
   app.add_option("--report-interval", s.report_interval, "print live lines every N seconds (per thread and total)")->group(g_out);
   app.add_flag("--cpu-util", s.cpu_util, "report user+sys CPU of each side over the measured window")->group(g_out);
   app.add_option("--json", cmd.client.json_path, "append one JSON object per measurement (JSON Lines)")->group(g_out);
   app.add_option("--csv", cmd.client.csv_path, "append one CSV row per measurement")->group(g_out);
   app.add_flag("-q,--quiet", cmd.server.quiet, "server: no log lines")->group(g_out);
+}
+
+bool in_job(const std::string& name) {
+  for (const char* n : kNotInJob)
+    if (name == n) return false;
+  return true;
+}
+
+// --job: the file is read later (job.cc); here only the flags beside it are collected, unchecked
+// except by CLI11, because they are [defaults] for runs the file has not described yet.
+Result<Command> job_command(CLI::App& app, Command cmd, const Raw& r) {
+  if (r.server || cmd.server.once || r.list || r.version)
+    return Status(Errc::invalid_argument, "--job runs a client: leave out --server, --once, --list and --version");
+  cmd.kind = Command::Kind::job;
+  cmd.job = r.job;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->count() == 0 || o->get_lnames().empty()) continue;
+    const std::string& name = o->get_lnames().front();
+    if (!in_job(name)) continue;
+    GivenFlag g{name, "", o->get_expected_min() == 0};
+    if (g.is_switch) {
+      if (!o->as<bool>()) continue;  // --validate=false: as if not given
+    } else {
+      g.value = o->results().back();
+    }
+    cmd.given.push_back(std::move(g));
+  }
+  return cmd;
+}
+
+}  // namespace
+
+const std::vector<FlagInfo>& flag_table() {
+  static const std::vector<FlagInfo> table = [] {
+    Command cmd;
+    Raw r;
+    CLI::App app{kDescription, "rdmabench"};
+    define_flags(app, cmd, r);
+    std::vector<FlagInfo> out;
+    for (const CLI::Option* o : app.get_options()) {
+      if (o->get_lnames().empty()) continue;
+      const auto& names = o->get_lnames();
+      FlagInfo f;
+      f.name = names.front();
+      f.aliases.assign(names.begin() + 1, names.end());
+      f.is_switch = o->get_expected_min() == 0;
+      f.in_job = in_job(f.name);
+      f.help = o->get_description();
+      out.push_back(std::move(f));
+    }
+    return out;
+  }();
+  return table;
+}
+
+Result<Command> parse_command_line(const std::vector<std::string>& args) {
+  std::vector<std::string> copy;
+  copy.reserve(args.size() + 1);
+  copy.push_back("rdmabench");
+  copy.insert(copy.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return parse_command_line(int(copy.size()), argv.data());
+}
+
+Result<Command> parse_command_line(int argc, char** argv) {
+  Command cmd;
+  auto& s = cmd.spec;
+  CLI::App app{kDescription, "rdmabench"};
+  Raw r;
+  define_flags(app, cmd, r);
+  // Raw's members in declaration order, under the names the checks below use.
+  auto& [server, loopback, list, version, read_alias, no_inject, addr, transport, op, mode, size, warmup, random_space,
+         thread_gap, local_mr, cpus, server_cpus, job, iters, duration, ready_fd, transport_opts] = r;
+  (void)job;
 
   try {
     app.parse(argc, argv);
@@ -129,6 +216,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
     return Status(Errc::invalid_argument, what + "; see rdmabench --help");
   }
 
+  if (app.count("--job") > 0) return job_command(app, std::move(cmd), r);
   if (version) {
     cmd.kind = Command::Kind::version;
     return cmd;
@@ -138,6 +226,12 @@ Result<Command> parse_command_line(int argc, char** argv) {
     return cmd;
   }
   s.inject = !no_inject;
+  for (const auto& kv : transport_opts) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status(Errc::invalid_argument, fmt::format("-o '{}': give KEY=VALUE, e.g. -o nodelay=0", kv));
+    s.transport_opts[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   auto given = [&](const char* name) { return app.count(name) > 0; };
   s.batch_given = given("--batch");
   s.depth_given = given("--depth");

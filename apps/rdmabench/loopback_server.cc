@@ -16,7 +16,7 @@
 
 namespace rb::app {
 
-Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus) {
+Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus, bool once) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return Status(Errc::io, fmt::format("pipe: {}", strerror(errno)));
   std::string cpu_list;
@@ -30,7 +30,8 @@ Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus) {
     if (getppid() != parent) _exit(1);
     int wfd = dup(fds[1]);  // without O_CLOEXEC, so it survives exec
     std::string fd = std::to_string(wfd);
-    std::vector<std::string> args = {"rdmabench", "--server", "--once", "--quiet", "--addr", "127.0.0.1:0", "--ready-fd", fd};
+    std::vector<std::string> args = {"rdmabench", "--server", "--quiet", "--addr", "127.0.0.1:0", "--ready-fd", fd};
+    if (once) args.push_back("--once");
     if (!cpu_list.empty()) {
       args.push_back("--cpus");
       args.push_back(cpu_list);
@@ -64,6 +65,14 @@ Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus) {
   }
   s.port_ = uint16_t(std::stoi(got));
   return s;
+}
+
+bool LoopbackServer::alive() {
+  if (pid_ < 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  pid_ = -1;
+  return false;
 }
 
 int LoopbackServer::finish(double timeout_s) {

@@ -12,10 +12,13 @@ namespace rb::app {
 
 class LoopbackServer {
  public:
-  static Result<LoopbackServer> start(const std::vector<int>& cpus);
+  // once = false: the child serves runs until finish() stops it (a job's runs share one child).
+  static Result<LoopbackServer> start(const std::vector<int>& cpus, bool once = true);
   LoopbackServer(LoopbackServer&& o) noexcept : pid_(o.pid_), port_(o.port_) { o.pid_ = -1; }
   ~LoopbackServer();
   uint16_t port() const { return port_; }
+  // False once the child has exited (it is then reaped).
+  bool alive();
   // Waits up to timeout_s for the child to exit by itself, then kills it; returns its exit code.
   int finish(double timeout_s);
 

@@ -10,6 +10,8 @@
 #include "bench/client.hh"
 #include "bench/server.hh"
 #include "cli.hh"
+#include "job.hh"
+#include "job_runner.hh"
 #include "list.hh"
 #include "loopback_server.hh"
 
@@ -71,6 +73,20 @@ int main(int argc, char** argv) {
     case Kind::version: fmt::print("rdmabench {}\n", RDMABENCH_VERSION); return 0;
     case Kind::list: return rb::app::print_list();
     default: break;
+  }
+  if (cmd->kind == Kind::job) {
+    // Every run is expanded and checked before the first starts; a bad key is one line naming
+    // the file and line, like a compiler's, so editors can jump to it.
+    auto job = rb::app::load_job(cmd->job, cmd->given);
+    if (!job) {
+      fmt::print(stderr, "{}\n", job.status().message());
+      return 2;
+    }
+    SignalWatcher signals;
+    rb::Status st = rb::app::run_job(*job, signals.stop());
+    if (st.is_ok()) return 0;
+    fmt::print(stderr, "rdmabench: error: {}\n", st.message());
+    return st.code() == rb::Errc::interrupted ? 130 : 1;  // 2 stays "the job file is wrong"
   }
   SignalWatcher signals;
   if (cmd->kind == Kind::server) {

@@ -201,8 +201,9 @@ TEST_P(Conformance, OutOfBoundsOpsFailAndTouchNothing) {
     EXPECT_NE(c.err, 0) << "wr " << c.wr_id;
     EXPECT_FALSE(a_.ep->describe_error(c.err).empty());
   }
-  if (a_.dom->caps().validation)
+  if (a_.dom->caps().validation) {
     for (size_t i = 0; i < b_.mem->size(); ++i) ASSERT_EQ(b_.mem->data()[i], 0) << "byte " << i << " was touched";
+  }
   // The endpoint stays usable after a protection error.
   WorkRequest ok{Op::write, wr_flag::signal | wr_flag::delivery, 64, a_.mr.get(), 0, 0, 43};
   post(a_, ok);

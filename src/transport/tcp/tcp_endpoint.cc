@@ -59,16 +59,20 @@ struct PendingRead {  // our READ waiting for its data
   bool signal;
 };
 
+// One connection per endpoint pair carries both directions: our requests and our answers to the
+// peer's requests go out on it, and the peer's requests and answers come in on it. The side with
+// the smaller address connects; the other accepts on first use, so neither ever blocks the
+// rendezvous. Answers are always read, even while requests wait for a posted receive, and the
+// writer has room for every answer the peer can be owed, so two full sides cannot deadlock.
 class TcpEp final : public Endpoint {
  public:
   TcpEp(std::shared_ptr<RegionTable> regions, SocketOptions so, uint32_t depth)
-      : regions_(std::move(regions)), so_(so), out_(depth * 2 + 64), answers_(8192), out_reader_(kStaging),
-        in_reader_(kStaging) {
+      : regions_(std::move(regions)), so_(so), depth_(depth), out_(depth * 2 + kAnswerRoom), reader_(kStaging) {
     sent_.reserve(256);
     discard_.resize(64 << 10);
   }
   ~TcpEp() override {
-    for (int fd : {listen_fd_, out_fd_, in_fd_})
+    for (int fd : {listen_fd_, fd_})
       if (fd >= 0) close(fd);
   }
 
@@ -104,18 +108,22 @@ class TcpEp final : public Endpoint {
     socklen_t len = 0;
     if (sp == std::string::npos || !to_sockaddr(s.substr(0, sp), uint16_t(std::stoi(s.substr(sp + 1))), &ss, &len))
       return {Errc::io, "tcp: malformed peer address"};
-    out_fd_ = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    tune(out_fd_, so_);
-    if (::connect(out_fd_, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS)
+    if (addr_ > s) return {};  // the peer connects to us; accepted on first use
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    tune(fd, so_);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+      close(fd);
       return {Errc::peer_gone, fmt::format("tcp: connect to {}: {}", s, strerror(errno))};
+    }
     // The peer's listener exists before its address is handed out, so the backlog completes this.
-    pollfd p{out_fd_, POLLOUT, 0};
+    pollfd p{fd, POLLOUT, 0};
     int err = 0;
     socklen_t el = sizeof err;
-    if (::poll(&p, 1, 5000) <= 0 || (getsockopt(out_fd_, SOL_SOCKET, SO_ERROR, &err, &el), err))
+    if (::poll(&p, 1, 5000) <= 0 || (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el), err)) {
+      close(fd);
       return {Errc::peer_gone, fmt::format("tcp: connect to {}: {}", s, err ? strerror(err) : "timed out")};
-    out_.set_fd(out_fd_);
-    out_reader_.set_fd(out_fd_);
+    }
+    attach(fd);
     return {};
   }
 
@@ -133,7 +141,7 @@ class TcpEp final : public Endpoint {
         ++n;
         continue;
       }
-      if (out_.full() || (w.op == Op::read && reads_.size() >= 8192)) break;
+      if (out_.queued() >= depth_ * 2) break;  // the rest of the writer is room for answers
       bool sig = w.flags & wr_flag::signal;
       Header h{};
       h.len = w.len;
@@ -154,12 +162,12 @@ class TcpEp final : public Endpoint {
       }
       ++n;
     }
-    if (n && (wrs.empty() || !(wrs[size_t(n) - 1].flags & wr_flag::more)) && !flush_out()) return -1;
+    if (n && (wrs.empty() || !(wrs[size_t(n) - 1].flags & wr_flag::more)) && !flush()) return -1;
     return n;
   }
 
   int poll(std::span<Completion> out) override {
-    if (!flush_out() || !read_answers() || !serve_peer()) return -1;
+    if (!ensure_connected() || !flush() || !receive()) return -1;
     size_t n = 0;
     while (n < out.size() && !done_.empty()) {
       out[n++] = done_.front();
@@ -194,6 +202,8 @@ class TcpEp final : public Endpoint {
   const std::string& last_error() const override { return err_; }
 
  private:
+  static constexpr uint32_t kAnswerRoom = 8192;  // answers the peer can be owed (its queue depth)
+
   struct AckWait {
     uint64_t wr_id;
     bool signal;
@@ -217,66 +227,44 @@ class TcpEp final : public Endpoint {
     return false;
   }
 
+  void attach(int fd) {
+    fd_ = fd;
+    out_.set_fd(fd);
+    reader_.set_fd(fd);
+    if (listen_fd_ >= 0) {
+      close(listen_fd_);
+      listen_fd_ = -1;
+    }
+  }
+
+  bool ensure_connected() {
+    if (fd_ >= 0) return true;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return true;  // the peer has not connected yet
+    tune(fd, so_);
+    attach(fd);
+    return true;
+  }
+
   bool fail(const std::string& what) {
     err_ = what;
     return false;
   }
 
-  bool flush_out() {
+  bool flush() {
+    if (fd_ < 0 && !ensure_connected()) return false;
+    if (fd_ < 0) return true;
     sent_.clear();
     if (!out_.flush(sent_)) return fail(fmt::format("tcp: send to peer: {}", strerror(errno)));
-    for (auto& f : sent_)
+    for (auto& f : sent_)  // signaled writes and sends, handed to the kernel
       done_.push_back({f.hdr.wr_id, f.hdr.type == Frame::write ? Op::write : Op::send, f.hdr.len, 0});
     return true;
   }
 
-  // Answers to our own requests: READ_RESP, ACK, ERR, on the connection we opened.
-  bool read_answers() {
-    while (true) {
-      if (ans_remaining_) {  // payload of a READ_RESP
-        long r = out_reader_.read_into(ans_dst_, ans_remaining_);
-        if (r < 0) return fail("tcp: the peer closed the connection");
-        if (r == 0) return true;
-        ans_dst_ += r;
-        ans_remaining_ -= size_t(r);
-        if (ans_remaining_) continue;
-        PendingRead pr = reads_.front();
-        reads_.pop_front();
-        if (pr.signal) done_.push_back({pr.wr_id, Op::read, pr.len, 0});
-        continue;
-      }
-      if (out_reader_.available() < sizeof(Header)) {
-        long f = out_reader_.fill();
-        if (f < 0) return fail("tcp: the peer closed the connection");
-        if (out_reader_.available() < sizeof(Header)) return true;
-      }
-      Header h;
-      std::memcpy(&h, out_reader_.peek(), sizeof h);
-      out_reader_.consume(sizeof h);
-      if (h.type == Frame::read_resp) {
-        if (reads_.empty()) return fail("tcp: protocol error: unexpected read response");
-        ans_dst_ = reads_.front().dst;
-        ans_remaining_ = h.len;
-        if (!h.len) {
-          PendingRead pr = reads_.front();
-          reads_.pop_front();
-          if (pr.signal) done_.push_back({pr.wr_id, Op::read, pr.len, 0});
-        }
-      } else if (h.type == Frame::ack) {
-        if (acks_.empty()) return fail("tcp: protocol error: unexpected ack");
-        AckWait a = acks_.front();
-        acks_.pop_front();
-        if (a.signal) done_.push_back({a.wr_id, Op::write, h.len, 0});
-      } else if (h.type == Frame::err) {
-        Frame orig = Frame(h.reserved);
-        Op op = orig == Frame::read_req ? Op::read : orig == Frame::send ? Op::send : Op::write;
-        if (orig == Frame::read_req && !reads_.empty()) reads_.pop_front();
-        if (orig == Frame::write && (h.flags & frame_flag::ack) && !acks_.empty()) acks_.pop_front();
-        done_.push_back({h.wr_id, op, h.len, int(h.offset)});
-      } else {
-        return fail("tcp: protocol error: unknown answer frame");
-      }
-    }
+  void complete_read() {
+    PendingRead pr = reads_.front();
+    reads_.pop_front();
+    if (pr.signal) done_.push_back({pr.wr_id, Op::read, pr.len, 0});
   }
 
   void answer_error(const Header& req, int code) {
@@ -287,124 +275,146 @@ class TcpEp final : public Endpoint {
     e.len = req.len;
     e.offset = uint64_t(code);
     e.wr_id = req.wr_id;
-    answers_.push({e, nullptr, 0, false});
+    out_.push({e, nullptr, 0, false});
   }
 
-  // The peer's requests, on the connection we accepted: apply writes, serve reads, deliver sends.
-  bool serve_peer() {
-    if (in_fd_ < 0) {
-      in_fd_ = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (in_fd_ < 0) return true;  // the peer has not connected yet
-      tune(in_fd_, so_);
-      in_reader_.set_fd(in_fd_);
-      answers_.set_fd(in_fd_);
-      close(listen_fd_);
-      listen_fd_ = -1;
-    }
+  // Everything that arrives: the peer's requests (apply writes, serve reads, deliver sends) and
+  // answers to ours (read data, acks, errors).
+  bool receive() {
+    if (fd_ < 0) return true;
     for (int frames = 0; frames < 256; ++frames) {
-      if (req_remaining_) {
-        long r = in_reader_.read_into(req_dst_, std::min<size_t>(req_remaining_, req_discard_ ? discard_.size() : req_remaining_));
+      if (remaining_) {
+        size_t want = discard_payload_ ? std::min(remaining_, discard_.size()) : remaining_;
+        long r = reader_.read_into(dst_, want);
         if (r < 0) return fail("tcp: the peer closed the connection");
         if (r == 0) break;
-        if (!req_discard_) req_dst_ += r;
-        req_remaining_ -= size_t(r);
-        if (req_remaining_) continue;
-        finish_request();
+        if (!discard_payload_) dst_ += r;
+        remaining_ -= size_t(r);
+        if (!remaining_) finish_frame();
         continue;
       }
-      if (answers_.full()) break;  // let our answers drain before taking more requests
-      if (in_reader_.available() < sizeof(Header)) {
-        long f = in_reader_.fill();
+      if (reader_.available() < sizeof(Header)) {
+        long f = reader_.fill();
         if (f < 0) return fail("tcp: the peer closed the connection");
-        if (in_reader_.available() < sizeof(Header)) break;
+        if (reader_.available() < sizeof(Header)) break;
       }
-      std::memcpy(&req_, in_reader_.peek(), sizeof req_);
-      if (req_.type == Frame::send && recvs_.empty()) break;  // no receive posted: TCP holds the rest back
-      in_reader_.consume(sizeof req_);
-      start_request();
+      std::memcpy(&cur_, reader_.peek(), sizeof cur_);
+      if (cur_.type == Frame::send && recvs_.empty()) break;  // no receive posted: TCP holds the rest back
+      reader_.consume(sizeof cur_);
+      if (!start_frame()) return false;
     }
-    sent_.clear();
-    if (!answers_.flush(sent_)) return fail(fmt::format("tcp: send to peer: {}", strerror(errno)));
-    return true;
+    return flush();
   }
 
-  void start_request() {
-    req_err_ = 0;
-    req_discard_ = false;
-    req_remaining_ = 0;
-    if (req_.type == Frame::send) {
-      PostedRecv r = recvs_.front();
-      recvs_.pop_front();
-      recv_ = r;
-      if (req_.len > r.len) req_err_ = kErrTruncated;
-      req_dst_ = r.buf;
-      req_remaining_ = req_.len;
-      if (req_err_) {
-        req_dst_ = discard_.data();
-        req_discard_ = true;
+  bool start_frame() {
+    err_code_ = 0;
+    discard_payload_ = false;
+    remaining_ = 0;
+    switch (cur_.type) {
+      case Frame::send: {
+        recv_ = recvs_.front();
+        recvs_.pop_front();
+        if (cur_.len > recv_.len) err_code_ = kErrTruncated;
+        set_payload(err_code_ ? nullptr : recv_.buf);
+        break;
       }
-    } else {
-      uint8_t* base;
-      size_t len;
-      if (!regions_->find(req_.key, &base, &len)) req_err_ = kErrBadKey;
-      else if (req_.offset > len || req_.len > len - req_.offset) req_err_ = kErrOutOfBounds;
-      if (req_.type == Frame::write) {
-        req_remaining_ = req_.len;
-        req_dst_ = req_err_ ? discard_.data() : base + req_.offset;
-        req_discard_ = req_err_ != 0;
-      } else if (req_.type == Frame::read_req) {
-        if (req_err_) {
-          answer_error(req_, req_err_);
+      case Frame::write:
+      case Frame::read_req: {
+        uint8_t* base = nullptr;
+        size_t len = 0;
+        if (!regions_->find(cur_.key, &base, &len)) err_code_ = kErrBadKey;
+        else if (cur_.offset > len || cur_.len > len - cur_.offset) err_code_ = kErrOutOfBounds;
+        if (cur_.type == Frame::write) {
+          set_payload(err_code_ ? nullptr : base + cur_.offset);
+          break;
+        }
+        if (err_code_) {
+          answer_error(cur_, err_code_);
         } else {
           Header h{};
           h.type = Frame::read_resp;
-          h.len = req_.len;
-          h.wr_id = req_.wr_id;
-          answers_.push({h, base + req_.offset, req_.len, false});
+          h.len = cur_.len;
+          h.wr_id = cur_.wr_id;
+          out_.push({h, base + cur_.offset, cur_.len, false});
         }
-        return;
+        return true;
       }
+      case Frame::read_resp:
+        if (reads_.empty()) return fail("tcp: protocol error: unexpected read response");
+        set_payload(reads_.front().dst);
+        break;
+      case Frame::ack: {
+        if (acks_.empty()) return fail("tcp: protocol error: unexpected ack");
+        AckWait a = acks_.front();
+        acks_.pop_front();
+        if (a.signal) done_.push_back({a.wr_id, Op::write, cur_.len, 0});
+        return true;
+      }
+      case Frame::err: {
+        Frame orig = Frame(cur_.reserved);
+        Op op = orig == Frame::read_req ? Op::read : orig == Frame::send ? Op::send : Op::write;
+        if (orig == Frame::read_req && !reads_.empty()) reads_.pop_front();
+        if (orig == Frame::write && (cur_.flags & frame_flag::ack) && !acks_.empty()) acks_.pop_front();
+        done_.push_back({cur_.wr_id, op, cur_.len, int(cur_.offset)});
+        return true;
+      }
+      default:
+        return fail("tcp: protocol error: unknown frame");
     }
-    if (!req_remaining_) finish_request();
+    if (!remaining_) finish_frame();
+    return true;
   }
 
-  void finish_request() {
-    if (req_.type == Frame::send) {
-      done_.push_back({recv_.wr_id, Op::recv, req_.len, req_err_});
-      if (req_err_) answer_error(req_, req_err_);
-      return;
-    }
-    if (req_err_) {
-      answer_error(req_, req_err_);
-    } else if (req_.flags & frame_flag::ack) {
-      Header a{};
-      a.type = Frame::ack;
-      a.len = req_.len;
-      a.wr_id = req_.wr_id;
-      answers_.push({a, nullptr, 0, false});
+  void set_payload(uint8_t* dst) {
+    remaining_ = cur_.len;
+    discard_payload_ = dst == nullptr;
+    dst_ = dst ? dst : discard_.data();
+  }
+
+  void finish_frame() {
+    switch (cur_.type) {
+      case Frame::send:
+        done_.push_back({recv_.wr_id, Op::recv, cur_.len, err_code_});
+        if (err_code_) answer_error(cur_, err_code_);
+        break;
+      case Frame::write:
+        if (err_code_) {
+          answer_error(cur_, err_code_);
+        } else if (cur_.flags & frame_flag::ack) {
+          Header a{};
+          a.type = Frame::ack;
+          a.len = cur_.len;
+          a.wr_id = cur_.wr_id;
+          out_.push({a, nullptr, 0, false});
+        }
+        break;
+      case Frame::read_resp:
+        complete_read();
+        break;
+      default:
+        break;
     }
   }
 
   std::shared_ptr<RegionTable> regions_;
   SocketOptions so_;
-  int listen_fd_ = -1, out_fd_ = -1, in_fd_ = -1;
+  uint32_t depth_;
+  int listen_fd_ = -1, fd_ = -1;
   std::string addr_, err_;
   uint64_t remote_key_ = 0;
-  FrameWriter out_, answers_;
-  FrameReader out_reader_, in_reader_;
+  FrameWriter out_;
+  FrameReader reader_;
   std::vector<OutFrame> sent_;
   std::deque<Completion> done_;
   std::deque<PendingRead> reads_;
   std::deque<AckWait> acks_;
   std::deque<PostedRecv> recvs_;
-  uint8_t* ans_dst_ = nullptr;
-  size_t ans_remaining_ = 0;
-  Header req_{};
+  Header cur_{};
   PostedRecv recv_{};
-  uint8_t* req_dst_ = nullptr;
-  size_t req_remaining_ = 0;
-  bool req_discard_ = false;
-  int req_err_ = 0;
+  uint8_t* dst_ = nullptr;
+  size_t remaining_ = 0;
+  bool discard_payload_ = false;
+  int err_code_ = 0;
   std::vector<uint8_t> discard_;
 };
 

@@ -55,12 +55,15 @@ class TcpDomain final : public Domain {
   DomainInfo info_;
 };
 
-Result<int> parse_int(const std::string& key, const std::string& v, long lo, long hi) {
+// Socket buffer sizes as people type them: 262144, 256K, 4M.
+Result<int> parse_buffer(const std::string& key, const std::string& v) {
   char* end = nullptr;
   long x = strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < lo || x > hi)
-    return Status(Errc::invalid_argument, fmt::format("-o {}={}: must be a whole number {}..{}", key, v, lo, hi));
-  return int(x);
+  std::string suffix = end ? end : "";
+  int shift = suffix.empty() ? 0 : suffix == "K" || suffix == "k" ? 10 : suffix == "M" || suffix == "m" ? 20 : -1;
+  if (v.empty() || end == v.c_str() || shift < 0 || x <= 0 || x > (1l << 30) >> shift || (x << shift) < 4096)
+    return Status(Errc::invalid_argument, fmt::format("-o {}={}: give bytes from 4K to 1G, e.g. {}=4M", key, v, key));
+  return int(x << shift);
 }
 
 }  // namespace
@@ -74,7 +77,7 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
       if (v != "0" && v != "1") return Status(Errc::invalid_argument, fmt::format("-o nodelay={}: must be 0 or 1", v));
       so.nodelay = v == "1";
     } else if (k == "sndbuf" || k == "rcvbuf") {
-      auto x = parse_int(k, v, 4096, 1 << 30);
+      auto x = parse_buffer(k, v);
       if (!x) return x.status();
       (k == "sndbuf" ? so.sndbuf : so.rcvbuf) = *x;
     } else {
