@@ -48,8 +48,16 @@ pytest: build venv
 
 test: unit pytest
 
+# Peer tools for the side-by-side runs: installed only for `make compare`.
+COMPARE_DEBS := libfabric-bin iperf3 sockperf
 compare: build
+	@missing=""; for p in $(COMPARE_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages; run: sudo apt-get install -y$$missing"; exit 1; fi; \
+	fi
 	bench/compare.sh $(BUILD)/rdmabench
+	bench/compare_tcp.sh $(BUILD)/rdmabench
 
 # A job on loopback (or the job's --addr), then plots, summary and comparison in report/README.md.
 # Every file the report writes is removed first, so nothing of an earlier report is left over.

@@ -51,13 +51,9 @@ for prov in shm tcp; do
 done
 
 {
-  echo "# rdmabench beside its peer tools"
-  echo
   echo "Written by \`bench/compare.sh\` ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, libfabric $(fi_info --version | awk '/^libfabric:/ {print $2}'))."
   echo "Numbers move from run to run on this shared 2-core machine; the ratios, measured side by side in"
   echo "one run, are what to read."
-  echo
-  echo "## SEND ping-pong latency vs fi_pingpong"
   echo
   echo "One-way latency in microseconds (half the round trip), $ITERS iterations, medians of $ROUNDS interleaved"
   echo "rounds. fi_pingpong's usec/xfer is a mean over its run; rdmabench gives p50 and mean from its histogram."
@@ -66,12 +62,5 @@ done
   echo "| provider | bytes | rounds | fi_pingpong usec/xfer | rdmabench p50 | rdmabench avg | p50 / fi_pingpong | avg / fi_pingpong |"
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
-} > "$OUT.tmp"
-# Keep any other sections (written by other scripts) below ours.
-if [ -f "$OUT" ] && grep -q '^## ' "$OUT"; then
-  awk '/^## / && !/^## SEND ping-pong latency vs fi_pingpong/ {keep=1} /^## SEND ping-pong latency vs fi_pingpong/ {keep=0} keep' "$OUT" >> "$OUT.tmp.rest" || true
-  if [ -s "$OUT.tmp.rest" ]; then echo >> "$OUT.tmp"; cat "$OUT.tmp.rest" >> "$OUT.tmp"; fi
-  rm -f "$OUT.tmp.rest"
-fi
-mv "$OUT.tmp" "$OUT"
+} | python3 bench/results_md.py "## SEND ping-pong latency vs fi_pingpong" "$OUT"
 echo "wrote $OUT"

@@ -11,6 +11,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from results_md import replace_section
+
 HEADING = "## DMA payload table (copy engines)"
 SIZES = [16, 64, 256, 1024, 4096, 16384, 65536]
 GBPS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # GB/s per lane, per direction
@@ -67,19 +69,7 @@ def section(d):
     return "\n".join(out) + "\n"
 
 
-def replace_section(results, text):
-    lines = Path(results).read_text().splitlines(keepends=True) if Path(results).exists() else ["# rdmabench beside its peer tools\n"]
-    kept, skip = [], False
-    for line in lines:
-        if line.startswith("## "):
-            skip = line.strip() == HEADING
-        if not skip:
-            kept.append(line)
-    body = "".join(kept).rstrip("\n") + "\n\n" + text
-    Path(results).write_text(body)
-
-
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: bench/dma_table.py DIR [RESULTS.md]")
-    replace_section(sys.argv[2] if len(sys.argv) > 2 else Path(__file__).parent / "RESULTS.md", section(sys.argv[1]))
+    replace_section(sys.argv[2] if len(sys.argv) > 2 else Path(__file__).parent / "RESULTS.md", HEADING, section(sys.argv[1]))

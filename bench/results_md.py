@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Replaces one "## " section of bench/RESULTS.md, keeping the others, so each script that
+measures something owns its section.
+
+    python3 bench/results_md.py "## Heading" [RESULTS.md] < section.md
+"""
+import sys
+from pathlib import Path
+
+TITLE = "# rdmabench beside its peer tools\n"
+
+
+def replace_section(results, heading, text):
+    path = Path(results)
+    lines = path.read_text().splitlines(keepends=True) if path.exists() else [TITLE]
+    kept, skip = [], False
+    for line in lines:
+        if line.startswith("## "):
+            skip = line.strip() == heading.strip()
+        if not skip:
+            kept.append(line)
+    if not text.startswith(heading):
+        text = heading.strip() + "\n\n" + text
+    path.write_text("".join(kept).rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: results_md.py HEADING [RESULTS.md] < section")
+    target = sys.argv[2] if len(sys.argv) > 2 else Path(__file__).parent / "RESULTS.md"
+    replace_section(target, sys.argv[1], sys.stdin.read())
