@@ -104,7 +104,11 @@ void define_flags(CLI::App& app, Command& cmd, Raw& r) {
   app.add_option("--server-cpus", r.server_cpus, "--loopback: pin the server child's threads")->group(g_run);
   app.add_option("-b,--batch,--batch-size", s.batch, "ops posted per doorbell (FI_MORE on all but the last)")
       ->capture_default_str()->group(g_run);
-  app.add_option("-d,--depth", s.depth, "ops outstanding per thread in bw mode")->capture_default_str()->group(g_run);
+  app.add_option("-d,--depth", s.depth, "ops outstanding per endpoint in bw mode")->capture_default_str()->group(g_run);
+  app.add_option("--rails", s.rails, "endpoints per thread on separate paths, ops striped over them; figures per rail")
+      ->capture_default_str()->group(g_run);
+  app.add_option("--qps", s.qps, "endpoints per rail (each with its own queue and --depth)")->capture_default_str()->group(g_run);
+  app.add_flag("--lazy", s.lazy, "post only from the completion loop, in bursts (lazy posting)")->group(g_run);
   app.add_option("--signal", s.signal, "request one completion every N ops")->capture_default_str()->group(g_run);
   app.add_option("--repeat", s.repeat, "run every measurement N times; the table shows mean±stdev")
       ->capture_default_str()->group(g_run);

@@ -138,7 +138,10 @@ class ClientRun {
     for (int t = 0; t < s_.threads; ++t) {
       auto st = std::make_unique<ThreadState>();
       st->index = t;
-      st->ep = sess_->eps[size_t(t)].get();
+      const int ept = s_.eps_per_thread();
+      for (int e = 0; e < ept; ++e) st->eps.push_back(sess_->eps[size_t(t * ept + e)].get());
+      st->first_ep = t * ept;
+      st->qps = s_.qps;
       st->mr = sess_->mr.get();
       st->area_off = uint64_t(t) * per_thread;
       if (cover) st->coverage.assign(s_.region_bytes() / kAlign + 1, kCoverNone);
@@ -204,8 +207,11 @@ class ClientRun {
     if (!peer.is_ok()) return peer;
     if (!failure.is_ok()) return failure;
 
-    json sent = json::array();
-    for (auto& t : ts) sent.push_back(t->warmup_ops + t->ops.load());
+    json sent = json::array();  // per endpoint, warm-up included: what the server must have seen
+    for (auto& t : ts) {
+      if (t->lane_total.size() != t->eps.size()) t->lane_total.assign(t->eps.size(), 0);
+      for (uint64_t n : t->lane_total) sent.push_back(n);
+    }
     st = ch_.send_json({{"type", "end"}, {"sent", sent}, {"coverage", cover && !interrupted}});
     if (!st) return st;
     if (cover && !interrupted) {

@@ -26,6 +26,22 @@ struct Budget {  // how long a loop runs: a count, or until a tick
   uint64_t end_tick = 0;
 };
 
+constexpr int kLaneShift = 48;  // wr_id = lane << 48 | the lane's own sequence number
+constexpr uint64_t kSeqMask = (1ull << kLaneShift) - 1;
+
+// One endpoint's stream inside a thread: its own sequence, signal groups, pending batch and
+// post timestamps, so selective completion stays exact per queue.
+struct Lane {
+  transport::Endpoint* ep = nullptr;
+  int global = 0;          // global endpoint index: names the message stream the peer checks
+  uint64_t msg_base = 0;   // messages sent by earlier runs of this phase (warm-up)
+  uint64_t posted = 0, completed = 0, share = 0, measured = 0;
+  bool stop = false, kick = true;
+  size_t head = 0, n = 0;
+  std::vector<WorkRequest> pend;
+  std::vector<uint64_t> post_tick, offs;
+};
+
 class ClientLoop {
  public:
   ClientLoop(ThreadState& t, PhaseContext& pc)
@@ -34,10 +50,19 @@ class ClientLoop {
     uint32_t ring = 1;
     while (ring < s_.depth * 2) ring <<= 1;
     mask_ = ring - 1;
-    post_tick_.assign(ring, 0);
-    offs_.assign(ring, 0);
-    wrs_.resize(s_.batch);
-    local_slots_ = std::max<uint64_t>(1, s_.local_area() / align_up(size_));
+    lanes_.resize(t_.eps.size());
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      Lane& l = lanes_[i];
+      l.ep = t_.eps[i];
+      l.global = t_.first_ep + int(i);
+      l.pend.resize(s_.batch);
+      l.post_tick.assign(ring, 0);
+      l.offs.assign(ring, 0);
+    }
+    uint64_t slots = std::max<uint64_t>(1, s_.local_area() / align_up(size_));
+    // With --validate every send in flight owns its buffer, so each lane has slots of its own.
+    lane_slots_ = s_.validate ? std::max<uint64_t>(1, slots / lanes_.size()) : slots;
+    local_slots_ = slots;
     echo_off_ = t_.area_off + align_up(s_.local_area());
   }
 
@@ -49,15 +74,25 @@ class ClientLoop {
     return {};
   }
 
+  void report_lanes() {
+    t_.lane_total.clear();
+    t_.lane_measured.clear();
+    for (auto& l : lanes_) {
+      t_.lane_total.push_back(l.msg_base);
+      t_.lane_measured.push_back(l.measured);
+    }
+  }
+
  private:
   bool over(const Budget& b, uint64_t done, uint64_t now) const {
     return b.count ? done >= b.count : now >= b.end_tick;
   }
 
-  Status fail_cqe(const Completion& c) {
+  Status fail_cqe(const Lane& l, const Completion& c) {
     return {Errc::io, fmt::format("thread {}: {} of {} B failed: {}", t_.index, transport::op_name(c.op), c.len,
-                                  t_.ep->describe_error(c.err))};
+                                  l.ep->describe_error(c.err))};
   }
+  Status io_error(const Lane& l) { return {Errc::io, fmt::format("thread {}: {}", t_.index, l.ep->last_error())}; }
   Status stalled(uint64_t outstanding) {
     return {Errc::timeout, fmt::format("thread {}: no completion for {:.0f} s with {} ops outstanding "
                                        "(peer dead or transport stalled; --timeout sets the limit)",
@@ -65,23 +100,22 @@ class ClientLoop {
   }
   Status interrupted() { return {Errc::interrupted, "stopped"}; }
 
-  WorkRequest make(uint64_t seq, uint8_t flags) {
+  WorkRequest make(Lane& l, size_t lane_idx, uint64_t seq, uint8_t flags) {
     Op op = pc_.phase.op;
-    WorkRequest w{op, flags, uint32_t(size_), t_.mr, 0, 0, seq};
+    WorkRequest w{op, flags, uint32_t(size_), t_.mr, 0, 0, (uint64_t(lane_idx) << kLaneShift) | seq};
     if (op == Op::send) {
-      uint64_t slot = seq % local_slots_;
+      uint64_t slot = s_.validate ? lane_idx * lane_slots_ + seq % lane_slots_ : seq % local_slots_;
       w.local_off = t_.area_off + slot * align_up(size_);
       if (s_.validate)
-        fill_pattern(t_.area() + slot * align_up(size_), size_, message_seed(pc_.seed, t_.index, seq_ + seq), 0);
+        fill_pattern(t_.area() + slot * align_up(size_), size_, message_seed(pc_.seed, l.global, l.msg_base + seq), 0);
     } else {
       uint64_t off = gen_.next();
-      offs_[seq & mask_] = off;
+      l.offs[seq & mask_] = off;
       // With --validate the local area mirrors the remote region, so source and destination share offsets.
       w.local_off = t_.area_off + (s_.wants_mirror() ? off : (seq % local_slots_) * align_up(size_) % s_.local_area());
       w.remote_off = off;
       if (s_.validate && op == Op::write) {
-        flags |= wr_flag::delivery;
-        w.flags = flags;
+        w.flags = flags | wr_flag::delivery;
         mark_coverage(off);
       }
     }
@@ -97,8 +131,8 @@ class ClientLoop {
     }
   }
 
-  Status verify_read(uint64_t seq) {
-    uint64_t off = offs_[seq & mask_];
+  Status verify_read(const Lane& l, uint64_t seq) {
+    uint64_t off = l.offs[seq & mask_];
     const uint8_t* p = t_.area() + off;
     size_t bad = check_pattern(p, size_, pc_.seed, off);
     if (bad == size_) return {};
@@ -107,87 +141,109 @@ class ClientLoop {
                         seq, size_, off, bad, p[bad], pattern_byte(pc_.seed, off + bad))};
   }
 
+  // The stream: every lane keeps up to --depth ops in flight, posted --batch at a time. With
+  // --lazy a lane posts only right after its completion queue gave something back (or when it
+  // has nothing in flight), so posts go out in bursts from the completion loop.
   Status bw(const Budget& b, bool record) {
     const Clock& clk = *pc_.clock;
     const uint32_t depth = s_.depth, batch = s_.batch, signal = s_.signal;
-    uint64_t posted = 0, completed = 0, last_progress = clk.now();
-    size_t pend_n = 0, pend_head = 0;
-    bool stop_posting = false;
+    const size_t L = lanes_.size();
+    for (size_t i = 0; i < L; ++i) {
+      Lane& l = lanes_[i];
+      l.posted = l.completed = 0;
+      l.head = l.n = 0;
+      l.stop = false;
+      l.kick = true;
+      l.share = b.count ? b.count / L + (i < b.count % L ? 1 : 0) : 0;
+    }
+    uint64_t last_progress = clk.now();
     Completion cqes[64];
     int idle = 0;
     while (true) {
       uint64_t now = clk.now();
-      if (!stop_posting && pend_head == pend_n) {
-        // In duration mode stop only at a signal boundary so the last op posted asks for a completion.
-        if ((b.count && posted >= b.count) || (!b.count && posted % signal == 0 && now >= b.end_tick)) stop_posting = true;
-        if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
-      }
-      if (!stop_posting && pend_head == pend_n && posted - completed + batch <= depth) {
-        uint64_t n = batch;
-        if (b.count) n = std::min<uint64_t>(n, b.count - posted);
-        for (uint64_t k = 0; k < n; ++k) {
-          uint64_t seq = posted + k;
-          bool sig = (seq + 1) % signal == 0 || (b.count && seq + 1 == b.count);
-          uint8_t flags = (sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0);
-          wrs_[k] = make(seq, flags);
-        }
-        pend_head = 0;
-        pend_n = n;
-      }
-      if (pend_head < pend_n) {
-        int a = t_.ep->post({wrs_.data() + pend_head, pend_n - pend_head});
-        if (a < 0) return {Errc::io, fmt::format("thread {}: {}", t_.index, t_.ep->last_error())};
-        for (int k = 0; k < a; ++k) post_tick_[(posted + k) & mask_] = now;
-        posted += uint64_t(a);
-        pend_head += size_t(a);
-      }
-      int n = t_.ep->poll(cqes);
-      if (n < 0) return {Errc::io, fmt::format("thread {}: {}", t_.index, t_.ep->last_error())};
-      if (n > 0) {
-        uint64_t done_tick = clk.now();
-        uint64_t ops = 0;
-        for (int i = 0; i < n; ++i) {
-          const Completion& c = cqes[i];
-          if (c.err) return fail_cqe(c);
-          uint64_t seq = c.wr_id, group = signal > 1 ? seq % signal + 1 : 1;
-          if (s_.validate && c.op == Op::read)
-            for (uint64_t q = seq + 1 - group; q <= seq; ++q) {
-              Status v = verify_read(q);
-              if (!v) return v;
+      if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
+      bool all_done = true, progress = false;
+      uint64_t outstanding = 0;
+      for (size_t i = 0; i < L; ++i) {
+        Lane& l = lanes_[i];
+        if (!l.stop && l.head == l.n) {
+          // In duration mode stop only at a signal boundary so the last op posted asks for a completion.
+          if ((b.count && l.posted >= l.share) || (!b.count && l.posted % signal == 0 && now >= b.end_tick)) l.stop = true;
+          else if (l.posted - l.completed + batch <= depth) {
+            uint64_t n = batch;
+            if (b.count) n = std::min<uint64_t>(n, l.share - l.posted);
+            for (uint64_t k = 0; k < n; ++k) {
+              uint64_t seq = l.posted + k;
+              bool sig = (seq + 1) % signal == 0 || (b.count && seq + 1 == l.share);
+              l.pend[k] = make(l, i, seq, uint8_t((sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0)));
             }
-          if (record) t_.hist.record(uint64_t(clk.to_ns(done_tick - post_tick_[seq & mask_])));
-          ops += group;
+            l.head = 0;
+            l.n = n;
+          }
         }
-        completed += ops;
-        last_progress = done_tick;
-        t_.ops.store(t_.ops.load(std::memory_order_relaxed) + ops, std::memory_order_relaxed);
-        t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + ops * size_, std::memory_order_relaxed);
+        if (l.head < l.n && (!s_.lazy || l.kick)) {
+          int a = l.ep->post({l.pend.data() + l.head, l.n - l.head});
+          if (a < 0) return io_error(l);
+          for (int k = 0; k < a; ++k) l.post_tick[(l.posted + k) & mask_] = now;
+          l.posted += uint64_t(a);
+          l.head += size_t(a);
+          l.kick = l.head < l.n || l.posted == l.completed;
+        }
+        int n = l.ep->poll(cqes);
+        if (n < 0) return io_error(l);
+        if (n > 0) {
+          uint64_t done_tick = clk.now();
+          uint64_t ops = 0;
+          for (int c = 0; c < n; ++c) {
+            const Completion& cq = cqes[c];
+            if (cq.err) return fail_cqe(l, cq);
+            uint64_t seq = cq.wr_id & kSeqMask, group = signal > 1 ? seq % signal + 1 : 1;
+            if (s_.validate && cq.op == Op::read)
+              for (uint64_t q = seq + 1 - group; q <= seq; ++q) {
+                Status v = verify_read(l, q);
+                if (!v) return v;
+              }
+            if (record) t_.hist.record(uint64_t(clk.to_ns(done_tick - l.post_tick[seq & mask_])));
+            ops += group;
+          }
+          l.completed += ops;
+          if (record) l.measured += ops;
+          l.kick = true;
+          progress = true;
+          t_.ops.store(t_.ops.load(std::memory_order_relaxed) + ops, std::memory_order_relaxed);
+          t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + ops * size_, std::memory_order_relaxed);
+        }
+        outstanding += l.posted - l.completed;
+        all_done = all_done && l.stop && l.completed >= l.posted;
+      }
+      if (all_done) {
+        for (auto& l : lanes_) l.msg_base += l.posted;  // message numbers continue across warm-up and measurement
+        return {};
+      }
+      if (progress) {
+        last_progress = now;
         idle = 0;
-      } else if (posted > completed && now - last_progress > timeout_ticks_) {
-        return stalled(posted - completed);
+      } else if (outstanding && now - last_progress > timeout_ticks_) {
+        return stalled(outstanding);
       } else if (++idle > 256) {
         // Nothing completes: the peer (or another of our threads) may need this core to make
         // progress, which matters whenever threads outnumber cores.
         sched_yield();
       }
-      if (stop_posting && completed >= posted) {
-        seq_ += posted;  // message numbers continue across warm-up and measurement, as the peer counts them
-        return {};
-      }
     }
   }
 
-  // Waits for the completion of `want` (a wr_id) or, when want_echo, for the echo byte to flip.
-  Status wait(uint64_t want_id, transport::Op want_op, const uint8_t* echo_byte, uint8_t tag) {
+  // Waits for the completion of `want_id` on `l` or, when echo_byte is set, for it to flip to `tag`.
+  Status wait(Lane& l, uint64_t want_id, transport::Op want_op, const uint8_t* echo_byte, uint8_t tag) {
     const Clock& clk = *pc_.clock;
     uint64_t start = clk.now();
     Completion cqes[8];
     bool got = false;
     while (true) {
-      int n = t_.ep->poll(cqes);
-      if (n < 0) return {Errc::io, fmt::format("thread {}: {}", t_.index, t_.ep->last_error())};
+      int n = l.ep->poll(cqes);
+      if (n < 0) return io_error(l);
       for (int i = 0; i < n; ++i) {
-        if (cqes[i].err) return fail_cqe(cqes[i]);
+        if (cqes[i].err) return fail_cqe(l, cqes[i]);
         if (cqes[i].op == want_op && cqes[i].wr_id == want_id) got = true;
       }
       if (echo_byte ? load_acquire(echo_byte) == tag : got) return {};
@@ -202,6 +258,7 @@ class ClientLoop {
     }
   }
 
+  // Ping-pong, one op in flight; iteration i uses endpoint i mod (rails x qps).
   Status lat(const Budget& b, bool record) {
     const Clock& clk = *pc_.clock;
     Op op = pc_.phase.op;
@@ -212,44 +269,51 @@ class ClientLoop {
       uint64_t now = clk.now();
       if (over(b, i, now)) return {};
       if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
-      uint64_t mseed = message_seed(pc_.seed, t_.index, seq_);
+      size_t li = seq_ % lanes_.size();
+      Lane& l = lanes_[li];
+      uint64_t mseed = message_seed(pc_.seed, t_.first_ep, seq_);
+      uint64_t id = (uint64_t(li) << kLaneShift) | (seq_ & kSeqMask);
       uint64_t t0, t1;
       Status st;
       if (op == Op::write) {
         uint8_t tag = uint8_t(seq_ % 255 + 1);
         if (s_.validate) fill_pattern(src, size_ - 1, mseed, 0);
         src[size_ - 1] = tag;
-        WorkRequest w{Op::write, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, remote, seq_};
+        WorkRequest w{Op::write, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, remote, id};
         t0 = clk.now();
-        if (t_.ep->post({&w, 1}) != 1) st = post_retry(w);
-        if (st) st = wait(0, Op::write, echo + size_ - 1, tag);
+        if (l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
+        if (st) st = wait(l, 0, Op::write, echo + size_ - 1, tag);
         t1 = clk.now();
         if (st && s_.validate) st = verify_echo(echo, size_ - 1, mseed, "write");
       } else if (op == Op::read) {
         uint64_t off = s_.random() ? gen_.next() : remote;
-        offs_[seq_ & mask_] = off;
+        l.offs[(seq_ & kSeqMask) & mask_] = off;
         uint64_t local = s_.wants_mirror() ? off : 0;
-        WorkRequest w{Op::read, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + local, off, seq_};
+        WorkRequest w{Op::read, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + local, off, id};
         t0 = clk.now();
-        if (t_.ep->post({&w, 1}) != 1) st = post_retry(w);
-        if (st) st = wait(seq_, Op::read, nullptr, 0);
+        if (l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
+        if (st) st = wait(l, id, Op::read, nullptr, 0);
         t1 = clk.now();
-        if (st && s_.validate) st = verify_read(seq_);
+        if (st && s_.validate) st = verify_read(l, seq_ & kSeqMask);
       } else {
-        WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, echo_off_, 0, seq_};
-        st = post_retry(r);
+        WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, echo_off_, 0, id};
+        st = post_retry(l, r);
         if (s_.validate) fill_pattern(src, size_, mseed, 0);
-        WorkRequest w{Op::send, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, 0, seq_};
+        WorkRequest w{Op::send, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, 0, id};
         t0 = clk.now();
-        if (st && t_.ep->post({&w, 1}) != 1) st = post_retry(w);
-        if (st) st = wait(seq_, Op::recv, nullptr, 0);
+        if (st && l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
+        if (st) st = wait(l, id, Op::recv, nullptr, 0);
         t1 = clk.now();
         if (st && s_.validate) st = verify_echo(echo, size_, mseed, "send");
       }
       if (!st) return st;
       double ns = clk.to_ns(t1 - t0);
       if (op != Op::read) ns /= 2;  // ping-pong: one message is half the round trip
-      if (record) t_.hist.record(uint64_t(ns + 0.5));
+      if (record) {
+        t_.hist.record(uint64_t(ns + 0.5));
+        ++l.measured;
+      }
+      ++l.msg_base;
       t_.ops.store(t_.ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + size_, std::memory_order_relaxed);
     }
@@ -258,16 +322,16 @@ class ClientLoop {
   // Small ping-pong payloads go inline and ask for no completion: the echo is the completion.
   uint8_t lat_flags() const { return size_ <= pc_.inject_max ? wr_flag::inject : wr_flag::signal; }
 
-  Status post_retry(const WorkRequest& w) {
+  Status post_retry(Lane& l, const WorkRequest& w) {
     uint64_t start = pc_.clock->now();
     Completion cqes[8];
     while (true) {
-      int a = t_.ep->post({&w, 1});
+      int a = l.ep->post({&w, 1});
       if (a == 1) return {};
-      if (a < 0) return {Errc::io, fmt::format("thread {}: {}", t_.index, t_.ep->last_error())};
-      int n = t_.ep->poll(cqes);  // progress; completions of earlier ops are of no further interest
+      if (a < 0) return io_error(l);
+      int n = l.ep->poll(cqes);  // progress; completions of earlier ops are of no further interest
       for (int i = 0; i < n; ++i)
-        if (cqes[i].err) return fail_cqe(cqes[i]);
+        if (cqes[i].err) return fail_cqe(l, cqes[i]);
       if (pc_.clock->now() - start > timeout_ticks_) return stalled(1);
       if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
     }
@@ -286,9 +350,8 @@ class ClientLoop {
   uint64_t size_;
   AddressGen gen_;
   uint64_t timeout_ticks_, yield_after_ticks_;
-  uint64_t mask_ = 0, local_slots_ = 1, echo_off_ = 0, seq_ = 0;
-  std::vector<uint64_t> post_tick_, offs_;
-  std::vector<WorkRequest> wrs_;
+  uint64_t mask_ = 0, local_slots_ = 1, lane_slots_ = 1, echo_off_ = 0, seq_ = 0;
+  std::vector<Lane> lanes_;
 };
 
 }  // namespace
@@ -317,7 +380,7 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
   if (!st) {
     t.status = st;
     pc.abort->store(true);
-    (void)t.ep->quiesce(1);
+    for (auto* ep : t.eps) (void)ep->quiesce(1);
     start.arrive_and_drop();
     t.done.store(true);
     return;
@@ -334,8 +397,11 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
   else measure.count = s.iters_for(pc.phase.mode);
   t.status = loop.run(measure, true);
   t.t_end = clk.now();
-  Status q = t.ep->quiesce(s.timeout_s);
-  if (t.status.is_ok() && !q.is_ok()) t.status = q;
+  loop.report_lanes();
+  for (auto* ep : t.eps) {
+    Status q = ep->quiesce(s.timeout_s);
+    if (t.status.is_ok() && !q.is_ok()) t.status = q;
+  }
   t.measuring.store(false);
   if (!t.status) pc.abort->store(true);
   t.done.store(true);

@@ -39,6 +39,7 @@ struct PhaseResult {
   HistogramSnapshot hist;
   LatencySummary lat;
   std::vector<ThreadFigures> per_thread;
+  std::vector<ThreadFigures> per_rail;  // `thread` holds the rail number
   bool has_cpu = false;
   CpuFigures client_cpu, server_cpu;
   bool partial = false;  // interrupted: figures cover the part measured before the stop

@@ -121,11 +121,12 @@ class ServeOne {
     if (ph.op == Op::write) std::memset(region, 0, rlen);  // validation and echo detection start from zero
 
     // Send phases get a receive ring of their own, registered for this phase only.
-    uint32_t slots = ph.mode == Mode::lat ? 2 : rx_slots_for(s_, ph.size, caps_);
+    uint32_t slots = ph.mode == Mode::lat ? 2 : rx_slots_for(s_, ph.size, caps_);  // per endpoint
+    const uint64_t ept = uint64_t(s_.eps_per_thread());
     std::unique_ptr<transport::HostMemory> ring;
     std::unique_ptr<transport::MemoryRegion> ring_mr;
     if (ph.op == Op::send) {
-      auto mem = sess_->domain->allocate(uint64_t(s_.threads) * slots * align_up(ph.size));
+      auto mem = sess_->domain->allocate(uint64_t(s_.threads) * ept * slots * align_up(ph.size));
       if (!mem) return reject(mem.status());
       ring = std::move(mem.value());
       auto r = sess_->domain->register_memory(ring->data(), ring->size());
@@ -136,9 +137,11 @@ class ServeOne {
     for (int t = 0; t < s_.threads; ++t) {
       auto st = std::make_unique<ThreadState>();
       st->index = t;
-      st->ep = sess_->eps[size_t(t)].get();
+      for (uint64_t e = 0; e < ept; ++e) st->eps.push_back(sess_->eps[size_t(t * ept + e)].get());
+      st->first_ep = int(t * ept);
+      st->qps = s_.qps;
       st->mr = ring_mr ? ring_mr.get() : sess_->mr.get();
-      st->area_off = ring_mr ? uint64_t(t) * slots * align_up(ph.size) : 0;
+      st->area_off = ring_mr ? uint64_t(t) * ept * slots * align_up(ph.size) : 0;
       ts.push_back(std::move(st));
     }
     std::vector<std::thread> threads;
@@ -205,10 +208,11 @@ class ServeOne {
     // Every message the client sent must arrive before the phase ends: none may be lost.
     Status lost;
     if (ph.op == Op::send) {
-      auto sent = end.value("sent", json::array());
+      auto sent = end.value("sent", json::array());  // per endpoint
       auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.timeout_s);
-      for (size_t t = 0; t < ts.size() && t < sent.size(); ++t) {
-        uint64_t want = sent[t].get<uint64_t>();
+      for (size_t t = 0; t < ts.size(); ++t) {
+        uint64_t want = 0;
+        for (size_t e = t * ept; e < (t + 1) * ept && e < sent.size(); ++e) want += sent[e].get<uint64_t>();
         while (ts[t]->ops.load() < want && std::chrono::steady_clock::now() < deadline && !ts[t]->exited.load())
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (ts[t]->ops.load() < want && lost.is_ok())

@@ -18,11 +18,15 @@ using transport::WorkRequest;
 namespace wr_flag = transport::wr_flag;
 
 constexpr uint64_t kSendTag = 1ull << 62;  // wr_id bit that marks the server's own sends
+constexpr int kLaneShift = 48;              // wr_id = lane << 48 | slot
+constexpr uint64_t kSlotMask = (1ull << kLaneShift) - 1;
 
+// One server thread serves the endpoints (rails x qps) of the client thread it is paired with.
 class ServerLoop {
  public:
   ServerLoop(ThreadState& t, PhaseContext& pc, uint64_t slot_off, uint64_t echo_off, uint32_t rx_slots)
-      : t_(t), pc_(pc), s_(*pc.spec), size_(pc.phase.size), slot_off_(slot_off), echo_off_(echo_off), rx_slots_(rx_slots) {
+      : t_(t), pc_(pc), s_(*pc.spec), size_(pc.phase.size), slot_off_(slot_off), echo_off_(echo_off), rx_slots_(rx_slots),
+        lane_seq_(t.eps.size(), 0) {
     for (auto* v : {&pending_recv_, &arrived_}) v->reserve(64);
     for (auto* v : {&pending_send_, &sent_}) v->reserve(64);
   }
@@ -35,16 +39,20 @@ class ServerLoop {
   }
 
  private:
+  size_t lanes() const { return t_.eps.size(); }
+  static size_t lane_of(uint64_t wr_id) { return size_t((wr_id & ~kSendTag) >> kLaneShift); }
   bool stopping() const { return pc_.abort->load(std::memory_order_relaxed); }
   bool inline_ok() const { return size_ <= pc_.inject_max; }
   void count(uint64_t n) {
     t_.ops.store(t_.ops.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + n * size_, std::memory_order_relaxed);
   }
-  Status io_error() { return {Errc::io, fmt::format("server thread {}: {}", t_.index, t_.ep->last_error())}; }
-  Status cqe_error(const Completion& c) {
+  Status io_error(size_t l) {
+    return {Errc::io, fmt::format("server thread {}: {}", t_.index, t_.eps[l]->last_error())};
+  }
+  Status cqe_error(size_t l, const Completion& c) {
     return {Errc::io, fmt::format("server thread {}: {} of {} B failed: {}", t_.index, transport::op_name(c.op), c.len,
-                                  t_.ep->describe_error(c.err))};
+                                  t_.eps[l]->describe_error(c.err))};
   }
   void idle(int& n) {
     // Park between empty polls so a passive side does not starve the measuring threads of a core;
@@ -55,47 +63,53 @@ class ServerLoop {
   }
 
   // Echo loops spin for healthy ping-pongs but give the core away once a wait is long
-  // (the client or its copy engine needs it when threads outnumber cores).
+  // (the client's copy engine needs it when threads outnumber cores).
   void long_wait(uint64_t since) const {
     if (pc_.yield_to_engine && pc_.clock->to_ns(pc_.clock->now() - since) > 50e3) sched_yield();
   }
 
-  Status post_one(const WorkRequest& w) {
+  Status post_one(size_t l, const WorkRequest& w) {
     Completion cq[16];
     while (!stopping()) {
-      int a = t_.ep->post({&w, 1});
+      int a = t_.eps[l]->post({&w, 1});
       if (a == 1) return {};
-      if (a < 0) return io_error();
-      int n = t_.ep->poll(cq);  // progress while the queue is full
+      if (a < 0) return io_error(l);
+      int n = t_.eps[l]->poll(cq);  // progress while the queue is full
       for (int i = 0; i < n; ++i) {
-        Status s = handle(cq[i]);
+        Status s = handle(l, cq[i]);
         if (!s) return s;
       }
     }
     return {};
   }
 
-  // Completion handling shared by the echo and sink loops.
-  Status handle(const Completion& c) {
-    if (c.err) return cqe_error(c);
+  // Completion handling shared by the echo loop.
+  Status handle(size_t l, const Completion& c) {
+    if (c.err) return cqe_error(l, c);
     if (c.op == Op::recv) pending_recv_.push_back(c);
     else if (c.op == Op::send && (c.wr_id & kSendTag)) pending_send_.push_back(c.wr_id & ~kSendTag);
     return {};
   }
 
-  WorkRequest recv_wr(uint64_t slot) {
-    return {Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + slot * align_up(size_), 0, slot};
+  // Receive slots are per lane: lane l owns slots [l*rx_slots, (l+1)*rx_slots) of the thread's ring.
+  WorkRequest recv_wr(size_t l, uint64_t slot) {
+    return {Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + slot * align_up(size_), 0,
+            (uint64_t(l) << kLaneShift) | slot};
   }
 
   Status passive() {
     Completion cq[64];
     int n_idle = 0;
     while (!stopping()) {
-      int n = t_.ep->poll(cq);
-      if (n < 0) return io_error();
-      for (int i = 0; i < n; ++i)
-        if (cq[i].err) return cqe_error(cq[i]);
-      if (n == 0) idle(n_idle);
+      int got = 0;
+      for (size_t l = 0; l < lanes(); ++l) {
+        int n = t_.eps[l]->poll(cq);
+        if (n < 0) return io_error(l);
+        for (int i = 0; i < n; ++i)
+          if (cq[i].err) return cqe_error(l, cq[i]);
+        got += n;
+      }
+      if (got == 0) idle(n_idle);
       else n_idle = 0;
     }
     return {};
@@ -106,17 +120,20 @@ class ServerLoop {
     Completion cq[16];
     for (uint64_t i = 0; !stopping(); ++i) {
       uint8_t tag = uint8_t(i % 255 + 1);
+      size_t l = i % lanes();  // the client writes on lane i mod lanes; answer on the same one
       uint64_t since = pc_.clock->now();
       while (std::atomic_ref<const uint8_t>(slot[size_ - 1]).load(std::memory_order_acquire) != tag) {
         if (stopping()) return {};
-        int n = t_.ep->poll(cq);
-        if (n < 0) return io_error();
-        for (int k = 0; k < n; ++k)
-          if (cq[k].err) return cqe_error(cq[k]);
+        for (size_t k = 0; k < lanes(); ++k) {
+          int n = t_.eps[k]->poll(cq);
+          if (n < 0) return io_error(k);
+          for (int c = 0; c < n; ++c)
+            if (cq[c].err) return cqe_error(k, cq[c]);
+        }
         long_wait(since);
       }
       if (s_.validate) {
-        uint64_t mseed = message_seed(pc_.seed, t_.index, i);
+        uint64_t mseed = message_seed(pc_.seed, t_.first_ep, i);
         size_t bad = check_pattern(slot, size_ - 1, mseed, 0);
         if (bad != size_ - 1)
           return {Errc::validation,
@@ -125,19 +142,19 @@ class ServerLoop {
       }
       WorkRequest w{Op::write, inline_ok() ? wr_flag::inject : wr_flag::signal, uint32_t(size_), t_.mr, slot_off_,
                     echo_off_, i};
-      Status s = post_one(w);
+      Status s = post_one(l, w);
       if (!s) return s;
       count(1);
     }
     return {};
   }
 
-  Status check_message(uint64_t slot, uint64_t seq, uint32_t len) {
+  Status check_message(uint64_t slot, uint64_t stream, uint64_t seq, uint32_t len) {
     if (len != size_)
       return {Errc::validation, fmt::format("server thread {}: message #{} has {} B, expected {}", t_.index, seq, len, size_)};
     if (!s_.validate) return {};
     const uint8_t* p = t_.area() + slot * align_up(size_);
-    uint64_t mseed = message_seed(pc_.seed, t_.index, seq);
+    uint64_t mseed = message_seed(pc_.seed, int(stream), seq);
     size_t bad = check_pattern(p, size_, mseed, 0);
     if (bad == size_) return {};
     return {Errc::validation, fmt::format("server thread {}: send #{} of {} B: byte {} is {:#04x}, expected {:#04x}", t_.index,
@@ -145,42 +162,49 @@ class ServerLoop {
   }
 
   Status send_echo() {
-    for (uint64_t s = 0; s < 2; ++s) {
-      Status st = post_one(recv_wr(s));
-      if (!st) return st;
-    }
-    Completion cq[16];
-    uint64_t seq = 0;
-    uint64_t since = pc_.clock->now();
-    while (!stopping()) {
-      int n = t_.ep->poll(cq);
-      if (n < 0) return io_error();
-      if (n) since = pc_.clock->now();
-      else long_wait(since);
-      for (int i = 0; i < n; ++i) {
-        Status st = handle(cq[i]);
+    for (size_t l = 0; l < lanes(); ++l)
+      for (uint64_t s = 0; s < 2; ++s) {
+        Status st = post_one(l, recv_wr(l, l * 2 + s));
         if (!st) return st;
       }
+    Completion cq[16];
+    uint64_t seq = 0;  // the client's ping-pongs, in order across its lanes
+    uint64_t since = pc_.clock->now();
+    while (!stopping()) {
+      int got = 0;
+      for (size_t l = 0; l < lanes(); ++l) {
+        int n = t_.eps[l]->poll(cq);
+        if (n < 0) return io_error(l);
+        for (int i = 0; i < n; ++i) {
+          Status st = handle(l, cq[i]);
+          if (!st) return st;
+        }
+        got += n;
+      }
+      if (got) since = pc_.clock->now();
+      else long_wait(since);
       arrived_.clear();
       arrived_.swap(pending_recv_);  // post_one may queue more while we answer these
       for (auto& r : arrived_) {
-        Status st = check_message(r.wr_id, seq, r.len);
+        size_t l = lane_of(r.wr_id);
+        uint64_t slot = r.wr_id & kSlotMask;
+        Status st = check_message(slot, uint64_t(t_.first_ep), seq, r.len);
         if (!st) return st;
         ++seq;
         // An inline send leaves the slot free at once; otherwise the slot is reposted when the send completes.
         bool inl = inline_ok();
         WorkRequest w{Op::send, inl ? wr_flag::inject : wr_flag::signal, uint32_t(size_),
-                      t_.mr, t_.area_off + r.wr_id * align_up(size_), 0, r.wr_id | kSendTag};
-        st = post_one(w);
+                      t_.mr, t_.area_off + slot * align_up(size_), 0, r.wr_id | kSendTag};
+        st = post_one(l, w);
         if (!st) return st;
-        if (inl) st = post_one(recv_wr(r.wr_id));
+        if (inl) st = post_one(l, recv_wr(l, slot));
         if (!st) return st;
         count(1);
       }
       sent_.clear();
       sent_.swap(pending_send_);
-      for (uint64_t slot : sent_) {
-        Status st = post_one(recv_wr(slot));
+      for (uint64_t id : sent_) {
+        Status st = post_one(lane_of(id), recv_wr(lane_of(id), id & kSlotMask));
         if (!st) return st;
       }
     }
@@ -188,32 +212,34 @@ class ServerLoop {
   }
 
   Status send_sink() {
-    for (uint64_t s = 0; s < rx_slots_; ++s) {
-      Status st = post_one(recv_wr(s));
-      if (!st) return st;
-    }
+    for (size_t l = 0; l < lanes(); ++l)
+      for (uint64_t s = 0; s < rx_slots_; ++s) {
+        Status st = post_one(l, recv_wr(l, l * rx_slots_ + s));
+        if (!st) return st;
+      }
     Completion cq[64];
-    uint64_t seq = 0;
     int n_idle = 0;
     while (!stopping()) {
-      int n = t_.ep->poll(cq);
-      if (n < 0) return io_error();
-      if (n == 0) {
-        idle(n_idle);
-        continue;
+      int got = 0;
+      for (size_t l = 0; l < lanes(); ++l) {
+        int n = t_.eps[l]->poll(cq);
+        if (n < 0) return io_error(l);
+        got += n;
+        for (int i = 0; i < n; ++i) {
+          const Completion& c = cq[i];
+          if (c.err) return cqe_error(l, c);
+          if (c.op != Op::recv) continue;
+          uint64_t slot = c.wr_id & kSlotMask;
+          // Each endpoint is its own ordered stream of messages.
+          Status st = check_message(slot, uint64_t(t_.first_ep) + l, lane_seq_[l]++, c.len);
+          if (!st) return st;
+          count(1);
+          st = post_one(l, recv_wr(l, slot));
+          if (!st) return st;
+        }
       }
-      n_idle = 0;
-      for (int i = 0; i < n; ++i) {
-        const Completion& c = cq[i];
-        if (c.err) return cqe_error(c);
-        if (c.op != Op::recv) continue;
-        Status st = check_message(c.wr_id, seq, c.len);
-        if (!st) return st;
-        ++seq;
-        count(1);
-        st = post_one(recv_wr(c.wr_id));
-        if (!st) return st;
-      }
+      if (got == 0) idle(n_idle);
+      else n_idle = 0;
     }
     return {};
   }
@@ -223,6 +249,7 @@ class ServerLoop {
   const RunSpec& s_;
   uint64_t size_, slot_off_, echo_off_;
   uint32_t rx_slots_;
+  std::vector<uint64_t> lane_seq_;
   // Swapped, never reallocated, so the echo loop allocates nothing per message.
   std::vector<Completion> pending_recv_, arrived_;
   std::vector<uint64_t> pending_send_, sent_;
@@ -235,8 +262,10 @@ void run_server_thread(ThreadState& t, PhaseContext& pc, uint64_t slot_off, uint
   if (cpu >= 0) (void)pin_this_thread(cpu);
   ServerLoop loop(t, pc, slot_off, remote_echo_off, rx_slots);
   t.status = loop.run();
-  Status q = t.ep->quiesce(pc.spec->timeout_s);
-  if (t.status.is_ok() && !q.is_ok()) t.status = q;
+  for (auto* ep : t.eps) {
+    Status q = ep->quiesce(pc.spec->timeout_s);
+    if (t.status.is_ok() && !q.is_ok()) t.status = q;
+  }
   t.exited.store(true);
 }
 

@@ -27,7 +27,7 @@ Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const transport:
   auto mr = session->domain->register_memory(session->memory->data(), session->memory->size());
   if (!mr) return mr.status();
   session->mr = std::move(mr.value());
-  for (int t = 0; t < s.threads; ++t) {
+  for (int t = 0; t < s.threads * s.eps_per_thread(); ++t) {
     transport::EndpointOptions eo;
     eo.index = t;
     eo.depth = s.depth;

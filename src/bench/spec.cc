@@ -41,7 +41,7 @@ uint64_t RunSpec::local_area() const {
   if (wants_mirror()) area = std::max(area, region_bytes());
   // Validated sends need a buffer per op in flight: a slot is refilled only after it completed.
   if (validate && std::find(ops.begin(), ops.end(), Op::send) != ops.end())
-    area = std::max(area, uint64_t(depth) * align_up(max_size()));
+    area = std::max(area, uint64_t(depth) * uint64_t(eps_per_thread()) * align_up(max_size()));
   return area;
 }
 

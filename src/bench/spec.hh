@@ -36,7 +36,10 @@ struct RunSpec {
   bool warmup_given = false;
   int threads = 1;
   std::vector<int> cpus;
-  uint32_t batch = 1, depth = 64, signal = 1;
+  uint32_t batch = 1, depth = 64, signal = 1;  // depth: ops outstanding per endpoint
+  int rails = 1;      // endpoints per thread on separate paths (figures per rail)
+  int qps = 1;        // endpoints per rail
+  bool lazy = false;  // post only from the completion loop, in bursts
   bool batch_given = false, depth_given = false, signal_given = false;
   uint64_t random_space = 0;
   uint64_t thread_gap = 0;
@@ -50,6 +53,7 @@ struct RunSpec {
   uint64_t seed = 0x5eed;
   double timeout_s = 10;  // no progress for this long fails the run
 
+  int eps_per_thread() const { return rails * qps; }
   uint64_t max_size() const;
   uint64_t iters_for(Mode m) const;           // 0 in duration mode
   uint64_t warmup_iters_for(Mode m) const;    // warm-up count in iterations mode

@@ -27,6 +27,8 @@ Status check(const RunSpec& s) {
                            "raise --depth to {} or lower --batch", s.depth, s.batch, s.batch));
   if (s.signal < 1 || s.signal > s.depth)
     return bad(fmt::format("--signal {}: must be 1..depth ({}); one completion is requested every N ops", s.signal, s.depth));
+  if (s.rails < 1 || s.rails > 16) return bad(fmt::format("--rails {}: must be 1..16", s.rails));
+  if (s.qps < 1 || s.qps > 64) return bad(fmt::format("--qps {}: must be 1..64", s.qps));
   if (s.iters && s.duration_s > 0) return bad("--iters and --duration both given: choose one");
   if (s.duration_s < 0) return bad(fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
   if (s.warmup_given && s.warmup_iters && s.warmup_s > 0) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
@@ -78,10 +80,11 @@ Status check(const RunSpec& s) {
     return bad(fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
                            "({}); drop --local-mr or raise it to {}",
                            format_bytes(s.local_mr), format_bytes(s.region_bytes()), format_bytes(s.region_bytes())));
-  if (s.local_mr && s.validate && has_op(s, Op::send) && s.local_mr < uint64_t(s.depth) * align_up(s.max_size()))
+  if (s.local_mr && s.validate && has_op(s, Op::send) &&
+      s.local_mr < uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))
     return bad(fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
                            "drop --local-mr or raise it to {}", format_bytes(s.local_mr),
-                           format_bytes(uint64_t(s.depth) * align_up(s.max_size()))));
+                           format_bytes(uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))));
   uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
   if (total > (16ull << 30))
     return bad(fmt::format("the run needs {} of buffers (region + per-thread local memory); lower --random-space, "

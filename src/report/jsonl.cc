@@ -46,7 +46,7 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
   const auto& p = r.phase;
   json params = {{"op", transport::op_name(p.op)}, {"mode", bench::mode_name(p.mode)}, {"size", p.size},
                  {"threads", s.threads}, {"batch", s.batch}, {"depth", p.mode == bench::Mode::bw ? s.depth : 1},
-                 {"signal", s.signal}, {"iters", s.iters_for(p.mode)}, {"duration_s", s.duration_s},
+                 {"signal", s.signal}, {"rails", s.rails}, {"qps", s.qps}, {"lazy", s.lazy}, {"iters", s.iters_for(p.mode)}, {"duration_s", s.duration_s},
                  {"warmup_iters", s.duration_s > 0 ? 0 : s.warmup_iters_for(p.mode)},
                  {"warmup_s", s.duration_s > 0 ? s.warmup_seconds() : 0.0}, {"random_space", s.random_space},
                  {"thread_gap", s.gap()}, {"fixed", !s.random()}, {"addressing", s.addressing()},
@@ -56,9 +56,12 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
   for (auto& t : r.per_thread)
     per_thread.push_back({{"thread", t.thread}, {"iterations", t.iterations}, {"seconds", t.seconds}, {"gbps", t.gbps},
                           {"mops", t.mops}});
+  json per_rail = json::array();
+  for (auto& f : r.per_rail)
+    per_rail.push_back({{"rail", f.thread}, {"iterations", f.iterations}, {"gbps", f.gbps}, {"mops", f.mops}});
   json results = {{"iterations", r.iterations}, {"bytes", r.bytes}, {"duration_s", r.duration_s},
                   {"gbps", r.gbps}, {"gbytes_per_s", r.gbytes_per_s}, {"mops", r.mops},
-                  {"lat_kind", r.lat_kind}, {"lat_us", lat_json(r.lat)}, {"per_thread", per_thread},
+                  {"lat_kind", r.lat_kind}, {"lat_us", lat_json(r.lat)}, {"per_thread", per_thread}, {"per_rail", per_rail},
                   {"partial", r.partial}};
   if (r.has_cpu) results["cpu"] = {{"client", cpu_json(r.client_cpu)}, {"server", cpu_json(r.server_cpu)}};
   json bins = json::array();

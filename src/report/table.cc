@@ -41,8 +41,10 @@ void TableReporter::header(const RunHeader& h) {
                                         : fmt::format("iters bw {} lat {} per thread (warm-up bw {} lat {})",
                                                       s.iters_for(bench::Mode::bw), s.iters_for(bench::Mode::lat),
                                                       s.warmup_iters_for(bench::Mode::bw), s.warmup_iters_for(bench::Mode::lat));
-  fmt::print(out_, "server {} | threads {} batch {} depth {} signal {} | addressing {} region {} | {}{}{} | clock {}\n",
-             h.server, s.threads, s.batch, s.depth, s.signal, s.addressing(), bench::format_bytes(s.region_bytes()), amount,
+  fmt::print(out_, "server {} | threads {}{} batch {} depth {} signal {}{} | addressing {} region {} | {}{}{} | clock {}\n",
+             h.server, s.threads,
+             s.eps_per_thread() > 1 ? fmt::format(" rails {} qps {}", s.rails, s.qps) : std::string(), s.batch, s.depth,
+             s.signal, s.lazy ? " lazy" : "", s.addressing(), bench::format_bytes(s.region_bytes()), amount,
              s.repeat > 1 ? fmt::format(" | repeat {} (mean±stdev)", s.repeat) : "", s.validate ? " | validate on" : "",
              h.clock);
   std::fflush(out_);
@@ -97,6 +99,9 @@ void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
     fmt::print(out_, "{:>8} cpu: client {:.2f} cores (user {:.2f}s sys {:.2f}s), server {:.2f} cores (user {:.2f}s sys {:.2f}s)\n",
                "", r.client_cpu.util, r.client_cpu.times.user_s, r.client_cpu.times.sys_s, r.server_cpu.util,
                r.server_cpu.times.user_s, r.server_cpu.times.sys_s);
+  if (r.per_rail.size() > 1)
+    for (auto& f : r.per_rail)
+      fmt::print(out_, "{:>8}   rail {}: {} iters {:.2f} Gbps {:.3f} Mops/s\n", "", f.thread, f.iterations, f.gbps, f.mops);
   if (r.per_thread.size() > 1)
     for (auto& t : r.per_thread)
       fmt::print(out_, "{:>8}   thread {}: {} iters {:.2f} Gbps {:.3f} Mops/s\n", "", t.thread, t.iterations, t.gbps, t.mops);

@@ -136,3 +136,28 @@ def test_list_shows_usable_providers(rdmabench):
     assert r.returncode == 0
     assert "ofi:shm" in r.stdout and "usable" in r.stdout
     assert "loopback" in r.stdout
+
+
+@pytest.mark.parametrize("transport", ["ofi:shm", "tcp"])
+def test_rails_qps_lazy_report_per_rail(rdmabench, tmp_path, transport):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", transport, "--op", "write,send", "--size", "256", "--iters", "4000", "--rails", "2",
+             "--qps", "2", "--batch", "4", "--depth", "16", "--signal", "2", "--lazy", "--validate", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    assert "rail 1:" in r.stdout
+    for rec in load(out):
+        assert rec["params"]["rails"] == 2 and rec["params"]["qps"] == 2 and rec["params"]["lazy"] is True
+        rails = rec["results"]["per_rail"]
+        assert [x["rail"] for x in rails] == [0, 1]
+        # Ops are spread evenly over 2 rails x 2 qps and every one is accounted for.
+        assert [x["iterations"] for x in rails] == [2000, 2000]
+        assert sum(x["iterations"] for x in rails) == rec["results"]["iterations"] == 4000
+
+
+def test_latency_over_several_endpoints(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "ofi:shm", "--op", "write,read,send", "--mode", "lat", "--size", "64", "--iters", "501",
+             "--rails", "3", "--validate", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    for rec in load(out):
+        assert sorted(x["iterations"] for x in rec["results"]["per_rail"]) == [167, 167, 167]
