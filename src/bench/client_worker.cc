@@ -398,8 +398,10 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
   t.status = loop.run(measure, true);
   t.t_end = clk.now();
   loop.report_lanes();
+  // After a failure the peer may be gone: clean up briefly, so the error is reported within about --timeout.
+  double settle = t.status.is_ok() ? s.timeout_s : std::min(1.0, s.timeout_s);
   for (auto* ep : t.eps) {
-    Status q = ep->quiesce(s.timeout_s);
+    Status q = ep->quiesce(settle);
     if (t.status.is_ok() && !q.is_ok()) t.status = q;
   }
   t.measuring.store(false);
