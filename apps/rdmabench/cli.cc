@@ -58,6 +58,7 @@ struct Raw {
   double duration = 0;
   int ready_fd = -1;
   std::vector<std::string> transport_opts;
+  std::string domains;
 };
 
 // Flags that describe the process rather than one run: a job file cannot set them.
@@ -85,6 +86,9 @@ void define_flags(CLI::App& app, Command& cmd, Raw& r) {
       ->capture_default_str()->group(g_tr);
   app.add_option("--domain", s.domain, "libfabric domain (NIC) of this side; default: the interface carrying --addr; "
                                        "dma:cuda: the GPU index")->group(g_tr);
+  app.add_option("--domains", r.domains, "one NIC per rail, e.g. eth1,eth2 (sets --rails); a server given "
+                                        "--domains uses them for such clients, else the NIC on each rail's subnet")
+      ->group(g_tr);
   app.add_option("-o,--transport-opt", r.transport_opts, "transport option KEY=VALUE, repeatable (see --list), e.g. "
                                                          "-o nodelay=0 -o sndbuf=4M for tcp")->group(g_tr);
 
@@ -206,7 +210,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
   define_flags(app, cmd, r);
   // Raw's members in declaration order, under the names the checks below use.
   auto& [server, loopback, list, version, read_alias, no_inject, addr, transport, op, mode, size, warmup, random_space,
-         thread_gap, local_mr, cpus, server_cpus, job, iters, duration, ready_fd, transport_opts] = r;
+         thread_gap, local_mr, cpus, server_cpus, job, iters, duration, ready_fd, transport_opts, domains] = r;
   (void)job;
 
   try {
@@ -230,6 +234,12 @@ Result<Command> parse_command_line(int argc, char** argv) {
     return cmd;
   }
   s.inject = !no_inject;
+  if (!domains.empty()) {
+    s.domains = split_list(domains);
+    for (auto& d : s.domains)
+      if (d.empty()) return Status(Errc::invalid_argument, fmt::format("--domains '{}': an empty name; give NICs like eth1,eth2", domains));
+    if (app.count("--rails") == 0) s.rails = int(s.domains.size());
+  }
   for (const auto& kv : transport_opts) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -311,6 +321,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
     if (!hp) return hp.status();
     cmd.server.listen = *hp;
     cmd.server.domain = s.domain;
+    cmd.server.domains = s.domains;
     cmd.server.cpus = s.cpus;
     cmd.server.ready_fd = ready_fd;
     return cmd;

@@ -1,5 +1,7 @@
 #include "bench/client.hh"
 
+#include "core/netif.hh"
+
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -64,29 +66,46 @@ class ClientRun {
     auto ch = bootstrap::Channel::connect(o_.server, o_.connect_timeout_s);
     if (!ch) return ch.status();
     ch_ = std::move(ch.value());
-    transport::TransportOptions topt{s_.provider, s_.domain, ch_.local_ip(), s_.validate, s_.transport_opts};
-    auto sess = open_session(s_, topt, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
+    // One domain for all rails, or one per rail on the NICs --domains names.
+    std::vector<transport::TransportOptions> topts;
+    nlohmann::json rail_ips = nlohmann::json::array();
+    if (s_.domains.empty()) {
+      topts.push_back({s_.provider, s_.domain, ch_.local_ip(), s_.validate, s_.transport_opts});
+    } else {
+      for (const auto& d : s_.domains) {
+        Interface ifc = interface_named(d);
+        topts.push_back({s_.provider, d, ifc.ip, s_.validate, s_.transport_opts});
+        rail_ips.push_back(ifc.ip);
+      }
+    }
+    auto sess = open_session(s_, topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
 
-    st = ch_.send_json({{"type", "hello"}, {"version", RDMABENCH_VERSION}, {"spec", spec_to_json(s_)}});
+    st = ch_.send_json({{"type", "hello"}, {"version", RDMABENCH_VERSION}, {"spec", spec_to_json(s_)}, {"rail_ips", rail_ips}});
     if (!st) return st;
     auto ready = expect(ch_, "ready", 60, &interrupt_);
     if (!ready) return ready.status();
     try {
-      st = connect_endpoints(*sess_, ready->at("eps"), region_from_json(ready->at("region")));
+      st = connect_endpoints(*sess_, ready->at("eps"), ready->at("regions"));
       if (!st) return st;
       server_info_ = ready->at("info");
     } catch (const json::exception& e) {
       return {Errc::io, fmt::format("control protocol error: {}", e.what())};
     }
-    st = ch_.send_json({{"type", "connect"}, {"eps", endpoint_addresses(*sess_)}, {"region", region_json(sess_->mr->remote())}});
+    st = ch_.send_json({{"type", "connect"}, {"eps", endpoint_addresses(*sess_)}, {"regions", regions_json(*sess_)}});
     if (!st) return st;
     auto ok = expect(ch_, "ok", 60, &interrupt_);
     if (!ok) return ok.status();
 
-    rep.header = {&s_, sess_->domain->info(), fmt::format("{}:{}", o_.server.host, o_.server.port),
+    rep.header = {&s_, sess_->domain().info(), fmt::format("{}:{}", o_.server.host, o_.server.port),
                   clock_.uses_tsc() ? fmt::format("tsc {:.2f} GHz", clock_.ghz()) : "clock_gettime"};
+    for (auto& d : sess_->domains) rep.header.domains.push_back(d->info().domain);
+    // The line rate a bw row is a share of: every rail's link, when the provider reports them all.
+    double line = 0;
+    for (auto& d : sess_->domains) line = (line >= 0 && d->caps().link_gbps > 0) ? line + d->caps().link_gbps : -1;
+    if (sess_->domains.size() == 1 && line > 0) line *= s_.rails;  // rails sharing one NIC share its link
+    rep.header.line_gbps = line > 0 ? line : 0;
     rep.table.header(rep.header);
     auto list = phases(s_);
     report::ProgressLine progress(stderr);
@@ -130,8 +149,8 @@ class ClientRun {
     pc.clock = &clock_;
     pc.seed = mix64(s_.seed + index * 0x1000193);
     pc.abort = &abort;
-    pc.inject_max = s_.inject ? sess_->domain->caps().inject : 0;
-    pc.yield_to_engine = sess_->domain->caps().engine_thread;
+    pc.inject_max = s_.inject ? sess_->domain().caps().inject : 0;
+    pc.yield_to_engine = sess_->domain().caps().engine_thread;
     const uint64_t per_thread = s_.local_bytes_per_thread();
     bool cover = s_.validate && ph.op == Op::write && ph.mode == Mode::bw;
     std::vector<std::unique_ptr<ThreadState>> ts;
@@ -142,7 +161,9 @@ class ClientRun {
       for (int e = 0; e < ept; ++e) st->eps.push_back(sess_->eps[size_t(t * ept + e)].get());
       st->first_ep = t * ept;
       st->qps = s_.qps;
-      st->mr = sess_->mr.get();
+      st->mr = sess_->mr();
+      for (int e = 0; e < ept; ++e)
+        st->lane_mrs.push_back(sess_->mrs[sess_->domain_of_endpoint(size_t(t * ept + e))].get());
       st->area_off = uint64_t(t) * per_thread;
       if (cover) st->coverage.assign(s_.region_bytes() / kAlign + 1, kCoverNone);
       uint8_t* area = st->area();

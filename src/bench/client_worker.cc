@@ -33,6 +33,7 @@ constexpr uint64_t kSeqMask = (1ull << kLaneShift) - 1;
 // post timestamps, so selective completion stays exact per queue.
 struct Lane {
   transport::Endpoint* ep = nullptr;
+  const transport::MemoryRegion* mr = nullptr;  // the local memory as this endpoint's domain knows it
   int global = 0;          // global endpoint index: names the message stream the peer checks
   uint64_t msg_base = 0;   // messages sent by earlier runs of this phase (warm-up)
   uint64_t posted = 0, completed = 0, share = 0, measured = 0;
@@ -54,6 +55,7 @@ class ClientLoop {
     for (size_t i = 0; i < lanes_.size(); ++i) {
       Lane& l = lanes_[i];
       l.ep = t_.eps[i];
+      l.mr = i < t_.lane_mrs.size() ? t_.lane_mrs[i] : t_.mr;
       l.global = t_.first_ep + int(i);
       l.pend.resize(s_.batch);
       l.post_tick.assign(ring, 0);
@@ -102,7 +104,7 @@ class ClientLoop {
 
   WorkRequest make(Lane& l, size_t lane_idx, uint64_t seq, uint8_t flags) {
     Op op = pc_.phase.op;
-    WorkRequest w{op, flags, uint32_t(size_), t_.mr, 0, 0, (uint64_t(lane_idx) << kLaneShift) | seq};
+    WorkRequest w{op, flags, uint32_t(size_), l.mr, 0, 0, (uint64_t(lane_idx) << kLaneShift) | seq};
     if (op == Op::send) {
       uint64_t slot = s_.validate ? lane_idx * lane_slots_ + seq % lane_slots_ : seq % local_slots_;
       w.local_off = t_.area_off + slot * align_up(size_);
@@ -279,7 +281,7 @@ class ClientLoop {
         uint8_t tag = uint8_t(seq_ % 255 + 1);
         if (s_.validate) fill_pattern(src, size_ - 1, mseed, 0);
         src[size_ - 1] = tag;
-        WorkRequest w{Op::write, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, remote, id};
+        WorkRequest w{Op::write, lat_flags(), uint32_t(size_), l.mr, t_.area_off, remote, id};
         t0 = clk.now();
         if (l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
         if (st) st = wait(l, 0, Op::write, echo + size_ - 1, tag);
@@ -289,17 +291,17 @@ class ClientLoop {
         uint64_t off = s_.random() ? gen_.next() : remote;
         l.offs[(seq_ & kSeqMask) & mask_] = off;
         uint64_t local = s_.wants_mirror() ? off : 0;
-        WorkRequest w{Op::read, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + local, off, id};
+        WorkRequest w{Op::read, wr_flag::signal, uint32_t(size_), l.mr, t_.area_off + local, off, id};
         t0 = clk.now();
         if (l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
         if (st) st = wait(l, id, Op::read, nullptr, 0);
         t1 = clk.now();
         if (st && s_.validate) st = verify_read(l, seq_ & kSeqMask);
       } else {
-        WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, echo_off_, 0, id};
+        WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), l.mr, echo_off_, 0, id};
         st = post_retry(l, r);
         if (s_.validate) fill_pattern(src, size_, mseed, 0);
-        WorkRequest w{Op::send, lat_flags(), uint32_t(size_), t_.mr, t_.area_off, 0, id};
+        WorkRequest w{Op::send, lat_flags(), uint32_t(size_), l.mr, t_.area_off, 0, id};
         t0 = clk.now();
         if (st && l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
         if (st) st = wait(l, id, Op::recv, nullptr, 0);

@@ -1,5 +1,7 @@
 #include "bench/server.hh"
 
+#include "core/netif.hh"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -55,18 +57,40 @@ class ServeOne {
     s_ = spec.value();
     Status st = check(s_);
     if (!st) return reject(st);
-    transport::TransportOptions topt{s_.provider, o_.domain, ch_.local_ip(), s_.validate, s_.transport_opts};
-    auto sess = open_session(s_, topt, s_.region_bytes(), rx_max());
+    // The client's rails on separate NICs get one domain each here too: the server's --domains,
+    // or for each rail the interface on the same subnet as the client's.
+    std::vector<transport::TransportOptions> topts;
+    if (s_.domains.empty()) {
+      topts.push_back({s_.provider, o_.domain, ch_.local_ip(), s_.validate, s_.transport_opts});
+    } else {
+      auto ips = hello->value("rail_ips", json::array());
+      if (!o_.domains.empty() && int(o_.domains.size()) != s_.rails)
+        return reject({Errc::invalid_argument, fmt::format("the server's --domains lists {} NICs but the client runs {} rails",
+                                                           o_.domains.size(), s_.rails)});
+      for (int r = 0; r < s_.rails; ++r) {
+        std::string dom = o_.domains.empty() ? "" : o_.domains[size_t(r)];
+        std::string peer = size_t(r) < ips.size() ? ips[size_t(r)].get<std::string>() : "";
+        if (dom.empty()) {
+          dom = interface_on_subnet_of(peer).name;
+          if (dom.empty())
+            return reject({Errc::invalid_argument,
+                           fmt::format("rail {}: no interface of the server shares a subnet with the client's {}; "
+                                       "start the server with --domains", r, peer.empty() ? "(unknown address)" : peer)});
+        }
+        topts.push_back({s_.provider, dom, interface_named(dom).ip, s_.validate, s_.transport_opts});
+      }
+    }
+    auto sess = open_session(s_, topts, s_.region_bytes(), rx_max());
     if (!sess) return reject(sess.status());
     sess_ = std::move(sess.value());
-    caps_ = sess_->domain->caps();
-    st = ch_.send_json({{"type", "ready"}, {"eps", endpoint_addresses(*sess_)}, {"region", region_json(sess_->mr->remote())},
-                        {"info", info_json(sess_->domain->info())}});
+    caps_ = sess_->domain().caps();
+    st = ch_.send_json({{"type", "ready"}, {"eps", endpoint_addresses(*sess_)}, {"regions", regions_json(*sess_)},
+                        {"info", info_json(sess_->domain().info())}});
     if (!st) return st;
     auto conn = ch_.recv_json(30, &stop_);
     if (!conn) return conn.status();
     try {
-      st = connect_endpoints(*sess_, conn->at("eps"), region_from_json(conn->at("region")));
+      st = connect_endpoints(*sess_, conn->at("eps"), conn->at("regions"));
     } catch (const json::exception& e) {
       st = Status(Errc::io, fmt::format("control protocol error: {}", e.what()));
     }
@@ -75,7 +99,7 @@ class ServeOne {
     if (!st) return st;
     if (!o_.quiet)
       fmt::print(stderr, "rdmabench server: run from {} over {}:{} ({} threads)\n", ch_.peer(), s_.transport,
-                 sess_->domain->info().provider, s_.threads);
+                 sess_->domain().info().provider, s_.threads);
     while (true) {
       auto m = ch_.recv_json(0, &stop_);
       if (!m) return m.status();
@@ -124,14 +148,16 @@ class ServeOne {
     uint32_t slots = ph.mode == Mode::lat ? 2 : rx_slots_for(s_, ph.size, caps_);  // per endpoint
     const uint64_t ept = uint64_t(s_.eps_per_thread());
     std::unique_ptr<transport::HostMemory> ring;
-    std::unique_ptr<transport::MemoryRegion> ring_mr;
+    std::vector<std::unique_ptr<transport::MemoryRegion>> ring_mrs;  // the ring in every domain
     if (ph.op == Op::send) {
-      auto mem = sess_->domain->allocate(uint64_t(s_.threads) * ept * slots * align_up(ph.size));
+      auto mem = sess_->domain().allocate(uint64_t(s_.threads) * ept * slots * align_up(ph.size));
       if (!mem) return reject(mem.status());
       ring = std::move(mem.value());
-      auto r = sess_->domain->register_memory(ring->data(), ring->size());
-      if (!r) return reject(r.status());
-      ring_mr = std::move(r.value());
+      for (auto& d : sess_->domains) {
+        auto r = d->register_memory(ring->data(), ring->size());
+        if (!r) return reject(r.status());
+        ring_mrs.push_back(std::move(r.value()));
+      }
     }
     std::vector<std::unique_ptr<ThreadState>> ts;
     for (int t = 0; t < s_.threads; ++t) {
@@ -140,8 +166,13 @@ class ServeOne {
       for (uint64_t e = 0; e < ept; ++e) st->eps.push_back(sess_->eps[size_t(t * ept + e)].get());
       st->first_ep = int(t * ept);
       st->qps = s_.qps;
-      st->mr = ring_mr ? ring_mr.get() : sess_->mr.get();
-      st->area_off = ring_mr ? uint64_t(t) * ept * slots * align_up(ph.size) : 0;
+      bool ring_phase = !ring_mrs.empty();
+      st->mr = ring_phase ? ring_mrs[0].get() : sess_->mr();
+      for (uint64_t e = 0; e < ept; ++e) {
+        size_t d = sess_->domain_of_endpoint(size_t(t * ept + e));
+        st->lane_mrs.push_back(ring_phase ? ring_mrs[d].get() : sess_->mrs[d].get());
+      }
+      st->area_off = ring_phase ? uint64_t(t) * ept * slots * align_up(ph.size) : 0;
       ts.push_back(std::move(st));
     }
     std::vector<std::thread> threads;

@@ -13,6 +13,7 @@ namespace rb::bench {
 struct ServerOptions {
   bootstrap::HostPort listen;
   std::string domain;      // the server's own NIC; empty = the interface the client reached
+  std::vector<std::string> domains;  // one NIC per rail for clients that run --domains; empty = by subnet
   std::vector<int> cpus;   // pin server threads
   bool once = false;
   int ready_fd = -1;       // write "PORT\n" here once listening (used by --loopback)

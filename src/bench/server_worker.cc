@@ -92,8 +92,10 @@ class ServerLoop {
   }
 
   // Receive slots are per lane: lane l owns slots [l*rx_slots, (l+1)*rx_slots) of the thread's ring.
+  const transport::MemoryRegion* mr(size_t l) const { return l < t_.lane_mrs.size() ? t_.lane_mrs[l] : t_.mr; }
+
   WorkRequest recv_wr(size_t l, uint64_t slot) {
-    return {Op::recv, wr_flag::signal, uint32_t(size_), t_.mr, t_.area_off + slot * align_up(size_), 0,
+    return {Op::recv, wr_flag::signal, uint32_t(size_), mr(l), t_.area_off + slot * align_up(size_), 0,
             (uint64_t(l) << kLaneShift) | slot};
   }
 
@@ -140,7 +142,7 @@ class ServerLoop {
                   fmt::format("server thread {}: write #{} of {} B: byte {} is {:#04x}, expected {:#04x}", t_.index, i,
                               size_, bad, slot[bad], pattern_byte(mseed, bad))};
       }
-      WorkRequest w{Op::write, inline_ok() ? wr_flag::inject : wr_flag::signal, uint32_t(size_), t_.mr, slot_off_,
+      WorkRequest w{Op::write, inline_ok() ? wr_flag::inject : wr_flag::signal, uint32_t(size_), mr(l), slot_off_,
                     echo_off_, i};
       Status s = post_one(l, w);
       if (!s) return s;
@@ -194,7 +196,7 @@ class ServerLoop {
         // An inline send leaves the slot free at once; otherwise the slot is reposted when the send completes.
         bool inl = inline_ok();
         WorkRequest w{Op::send, inl ? wr_flag::inject : wr_flag::signal, uint32_t(size_),
-                      t_.mr, t_.area_off + slot * align_up(size_), 0, r.wr_id | kSendTag};
+                      mr(l), t_.area_off + slot * align_up(size_), 0, r.wr_id | kSendTag};
         st = post_one(l, w);
         if (!st) return st;
         if (inl) st = post_one(l, recv_wr(l, slot));

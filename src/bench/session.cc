@@ -6,8 +6,8 @@
 
 namespace rb::bench {
 
-Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const transport::TransportOptions& topt, uint64_t bytes,
-                                              uint32_t rx_slots) {
+Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
+                                              uint64_t bytes, uint32_t rx_slots) {
   const auto* entry = transport::find_transport(s.transport);
   if (!entry) {
     std::string names;
@@ -15,25 +15,31 @@ Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const transport:
     return Status(Errc::invalid_argument, fmt::format("-t {}: unknown transport; choose one of: {}", s.transport, names));
   }
   auto session = std::make_unique<Session>();
-  auto dom = entry->open(topt);
-  if (!dom) return dom.status();
-  session->domain = std::move(dom.value());
+  session->ept = s.eps_per_thread();
+  session->qps = s.qps;
   std::string name = s.transport + (s.provider.empty() ? "" : ":" + s.provider);
-  Status c = check_caps(s, session->domain->caps(), name);
-  if (!c) return c;
-  auto mem = session->domain->allocate(bytes);
+  for (const auto& topt : topts) {
+    auto dom = entry->open(topt);
+    if (!dom) return dom.status();
+    Status c = check_caps(s, dom.value()->caps(), name);
+    if (!c) return c;
+    session->domains.push_back(std::move(dom.value()));
+  }
+  auto mem = session->domain().allocate(bytes);
   if (!mem) return mem.status();
   session->memory = std::move(mem.value());
-  auto mr = session->domain->register_memory(session->memory->data(), session->memory->size());
-  if (!mr) return mr.status();
-  session->mr = std::move(mr.value());
+  for (auto& d : session->domains) {
+    auto mr = d->register_memory(session->memory->data(), session->memory->size());
+    if (!mr) return mr.status();
+    session->mrs.push_back(std::move(mr.value()));
+  }
   for (int t = 0; t < s.threads * s.eps_per_thread(); ++t) {
     transport::EndpointOptions eo;
     eo.index = t;
     eo.depth = s.depth;
     eo.rx_slots = rx_slots;
     eo.selective = true;  // the runner marks every op that needs a completion
-    auto ep = session->domain->open_endpoint(eo);
+    auto ep = session->domains[session->domain_of_endpoint(size_t(t))]->open_endpoint(eo);
     if (!ep) return ep.status();
     session->eps.push_back(std::move(ep.value()));
   }
@@ -83,16 +89,27 @@ nlohmann::json endpoint_addresses(const Session& s) {
   return a;
 }
 
-Status connect_endpoints(Session& s, const nlohmann::json& addrs, const transport::RemoteRegion& peer_region) {
+nlohmann::json regions_json(const Session& s) {
+  nlohmann::json a = nlohmann::json::array();
+  for (auto& mr : s.mrs) a.push_back(region_json(mr->remote()));
+  return a;
+}
+
+Status connect_endpoints(Session& s, const nlohmann::json& addrs, const nlohmann::json& peer_regions) {
   if (!addrs.is_array() || addrs.size() != s.eps.size())
     return {Errc::io, "control protocol error: endpoint count differs between client and server"};
+  if (!peer_regions.is_array() || peer_regions.empty())
+    return {Errc::io, "control protocol error: no peer region"};
   for (size_t i = 0; i < s.eps.size(); ++i) {
     auto a = from_hex(addrs[i].get<std::string>());
     if (!a) return a.status();
     Status c = s.eps[i]->connect(*a);
     if (!c) return c;
-    Status r = s.eps[i]->set_remote(peer_region);
-    if (!r) return r;
+    // A peer with one domain has one region for every rail; with one per rail, each has its own.
+    size_t rail = (i % size_t(s.ept)) / size_t(s.qps);
+    const auto& r = peer_regions.size() == 1 ? peer_regions[0] : peer_regions.at(rail);
+    Status st = s.eps[i]->set_remote(region_from_json(r));
+    if (!st) return st;
   }
   return {};
 }

@@ -12,21 +12,33 @@
 
 namespace rb::bench {
 
+// One domain per rail when rails run over different NICs (--domains), else one for all. The
+// memory is shared and registered in every domain; endpoint e of thread t is eps[t*ept + e] and
+// sits on rail e / qps.
 struct Session {
-  std::unique_ptr<transport::Domain> domain;
+  std::vector<std::unique_ptr<transport::Domain>> domains;
   std::unique_ptr<transport::HostMemory> memory;
-  std::unique_ptr<transport::MemoryRegion> mr;
-  std::vector<std::unique_ptr<transport::Endpoint>> eps;  // destroyed before mr and domain
+  std::vector<std::unique_ptr<transport::MemoryRegion>> mrs;  // one per domain
+  std::vector<std::unique_ptr<transport::Endpoint>> eps;      // destroyed before mrs and domains
+  int ept = 1, qps = 1;
+
+  transport::Domain& domain() const { return *domains[0]; }
+  const transport::MemoryRegion* mr() const { return mrs[0].get(); }
+  size_t domain_of_endpoint(size_t e) const {
+    return domains.size() == 1 ? 0 : (e % size_t(ept)) / size_t(qps);
+  }
   ~Session() {
     eps.clear();
-    mr.reset();
+    mrs.clear();
   }
 };
 
-// Opens the transport named by the spec, checks the spec against its capabilities, registers
-// `bytes` of memory and opens one endpoint per thread.
-Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const transport::TransportOptions& topt, uint64_t bytes,
-                                              uint32_t rx_slots);
+// Opens the transport named by the spec (one domain per entry of `topts`: one, or one per rail),
+// checks the spec against its capabilities, registers `bytes` of memory in every domain and opens
+// rails x qps endpoints per thread.
+Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
+                                              uint64_t bytes, uint32_t rx_slots);
+nlohmann::json regions_json(const Session& s);
 
 std::string to_hex(const std::vector<uint8_t>& b);
 Result<std::vector<uint8_t>> from_hex(const std::string& s);
@@ -34,7 +46,8 @@ nlohmann::json region_json(const transport::RemoteRegion& r);
 transport::RemoteRegion region_from_json(const nlohmann::json& j);
 nlohmann::json info_json(const transport::DomainInfo& i);
 nlohmann::json endpoint_addresses(const Session& s);
-Status connect_endpoints(Session& s, const nlohmann::json& addrs, const transport::RemoteRegion& peer_region);
+// Connects endpoint e to the peer's endpoint e and points it at the peer's region of its rail.
+Status connect_endpoints(Session& s, const nlohmann::json& addrs, const nlohmann::json& peer_regions);
 // Receives rx_slots needed by the server for send phases of this spec.
 uint32_t rx_slots_for(const RunSpec& s, uint64_t size, const transport::Caps& caps);
 

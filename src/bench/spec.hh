@@ -26,6 +26,7 @@ struct RunSpec {
   std::string provider;  // libfabric provider for ofi; empty = auto
   std::string domain;    // client side NIC; empty = the interface carrying --addr
   std::map<std::string, std::string> transport_opts;  // -o KEY=VALUE, applied on both sides
+  std::vector<std::string> domains;  // client NICs, one per rail (--domains); empty = one domain for all rails
   std::vector<Op> ops{Op::write};
   std::vector<Mode> modes{Mode::bw};
   std::vector<uint64_t> sizes{65536};

@@ -29,6 +29,10 @@ Status check(const RunSpec& s) {
     return bad(fmt::format("--signal {}: must be 1..depth ({}); one completion is requested every N ops", s.signal, s.depth));
   if (s.rails < 1 || s.rails > 16) return bad(fmt::format("--rails {}: must be 1..16", s.rails));
   if (s.qps < 1 || s.qps > 64) return bad(fmt::format("--qps {}: must be 1..64", s.qps));
+  if (!s.domains.empty() && int(s.domains.size()) != s.rails)
+    return bad(fmt::format("--domains lists {} NICs but --rails is {}: one domain per rail; drop --rails or make them match",
+                           s.domains.size(), s.rails));
+  if (!s.domains.empty() && !s.domain.empty()) return bad("--domain and --domains: give one NIC or one per rail, not both");
   if (s.iters && s.duration_s > 0) return bad("--iters and --duration both given: choose one");
   if (s.duration_s < 0) return bad(fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
   if (s.warmup_given && s.warmup_iters && s.warmup_s > 0) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");

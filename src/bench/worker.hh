@@ -42,6 +42,7 @@ struct ThreadState {
   std::vector<transport::Endpoint*> eps;  // rails x qps endpoints; endpoint e of thread t is global t*eps+e
   int first_ep = 0;                       // global index of eps[0] (names message streams)
   int qps = 1;                            // endpoints per rail: eps[r*qps + q] is on rail r
+  std::vector<const transport::MemoryRegion*> lane_mrs;  // mr as registered in each endpoint's domain
   std::vector<uint64_t> lane_total;       // ops per endpoint, warm-up included (what the peer saw)
   std::vector<uint64_t> lane_measured;    // ops per endpoint in the measured window
   const transport::MemoryRegion* mr = nullptr;  // local memory (all threads')

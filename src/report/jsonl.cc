@@ -63,13 +63,17 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
                   {"gbps", r.gbps}, {"gbytes_per_s", r.gbytes_per_s}, {"mops", r.mops},
                   {"lat_kind", r.lat_kind}, {"lat_us", lat_json(r.lat)}, {"per_thread", per_thread}, {"per_rail", per_rail},
                   {"partial", r.partial}};
+  if (h.line_gbps > 0) {
+    results["line_rate_gbps"] = h.line_gbps;
+    results["pct_of_line_rate"] = 100 * r.gbps / h.line_gbps;
+  }
   if (r.has_cpu) results["cpu"] = {{"client", cpu_json(r.client_cpu)}, {"server", cpu_json(r.server_cpu)}};
   json bins = json::array();
   for (auto& b : r.hist.nonempty_bins()) bins.push_back({b.low, b.high, b.count});
   json j = {{"schema", 1}, {"tool", "rdmabench"}, {"version", RDMABENCH_VERSION}, {"timestamp", utc_now()},
             {"host", hostname()}, {"server", h.server}, {"label", run_label(h, p)},
             {"transport", h.info.transport}, {"provider", h.info.provider}, {"fabric", h.info.fabric},
-            {"domain", h.info.domain}, {"libfabric_version", h.info.library_version},
+            {"domain", h.info.domain}, {"domains", h.domains}, {"libfabric_version", h.info.library_version},
             {"op", transport::op_name(p.op)}, {"mode", bench::mode_name(p.mode)}, {"size", p.size},
             {"repeat", p.repeat}, {"repeats", repeats}, {"params", params}, {"results", results},
             {"histogram", {{"unit", "ns"}, {"bins", bins}}}};

@@ -15,6 +15,8 @@ struct RunHeader {
   transport::DomainInfo info;
   std::string server;  // host:port
   std::string clock;   // "tsc 2.1 GHz"
+  std::vector<std::string> domains;  // every domain of the run (one per rail with --domains)
+  double line_gbps = 0;              // aggregate link speed of those domains; 0 when unknown
 };
 
 class TableReporter {
@@ -29,6 +31,7 @@ class TableReporter {
   void print_group_header(const bench::Phase& p);
   std::FILE* out_;
   std::vector<bench::PhaseResult> pending_;
+  double line_gbps_ = 0;
   int group_op_ = -1, group_mode_ = -1;
 };
 

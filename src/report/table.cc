@@ -34,6 +34,7 @@ std::string cell(const MeanSd& m, int n, const char* fmt_spec) {
 
 void TableReporter::header(const RunHeader& h) {
   const auto& s = *h.spec;
+  line_gbps_ = h.line_gbps;
   fmt::print(out_, "rdmabench {} | transport {} provider {} fabric {} domain {} | libfabric {}\n", RDMABENCH_VERSION,
              h.info.transport, h.info.provider, h.info.fabric, h.info.domain,
              h.info.library_version.empty() ? "-" : h.info.library_version);
@@ -81,6 +82,8 @@ void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
   std::string size = bench::format_bytes(r.phase.size);
   uint64_t iters = r.iterations;
   std::string flag = r.partial ? "  (partial: interrupted)" : "";
+  if (r.phase.mode == bench::Mode::bw && line_gbps_ > 0)
+    flag = fmt::format("  {:.1f}% of {:.0f} Gbps", 100 * r.gbps / line_gbps_, line_gbps_) + flag;
   if (r.phase.mode == bench::Mode::bw) {
     fmt::print(out_, "{:>8} {:>10} {:>14} {:>12} {:>12} {:>10.2f} {:>10.2f} {:>10.2f}{}\n", size, iters,
                cell(stat(rs, [](auto& x) { return x.gbps; }), n, "{:.2f}"),

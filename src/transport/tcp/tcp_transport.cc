@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/netif.hh"
 #include "transport/ofi/ofi_info.hh"
 #include "transport/tcp/tcp_endpoint.hh"
 
@@ -84,9 +85,13 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
       return Status(Errc::invalid_argument, fmt::format("-o {}: unknown tcp option; valid: nodelay=0|1, sndbuf=BYTES, rcvbuf=BYTES", k));
     }
   }
-  if (!opt.domain.empty())
-    return Status(Errc::invalid_argument, "--domain: the tcp transport uses the address of --addr; drop --domain");
-  return std::unique_ptr<Domain>(new TcpDomain(opt.local_ip, so));
+  std::string ip = opt.local_ip;
+  if (!opt.domain.empty()) {  // a NIC named by --domain/--domains: use its address
+    ip = interface_named(opt.domain).ip;
+    if (ip.empty())
+      return Status(Errc::invalid_argument, fmt::format("--domain {}: no network interface of that name here", opt.domain));
+  }
+  return std::unique_ptr<Domain>(new TcpDomain(ip, so));
 }
 
 TransportEntry registry_entry() {
