@@ -113,6 +113,8 @@ void define_flags(CLI::App& app, Command& cmd, Raw& r) {
       ->capture_default_str()->group(g_run);
   app.add_option("--qps", s.qps, "endpoints per rail (each with its own queue and --depth)")->capture_default_str()->group(g_run);
   app.add_flag("--lazy", s.lazy, "post only from the completion loop, in bursts (lazy posting)")->group(g_run);
+  app.add_flag("--bidir", s.bidir, "bw write/read: the server streams the same op back at the same time; "
+                                   "each direction and the sum are reported")->group(g_run);
   app.add_option("--signal", s.signal, "request one completion every N ops")->capture_default_str()->group(g_run);
   app.add_option("--repeat", s.repeat, "run every measurement N times; the table shows mean±stdev")
       ->capture_default_str()->group(g_run);

@@ -177,9 +177,35 @@ class ClientRun {
     auto go = expect(ch_, "go", 60, &interrupt_);
     if (!go) return go.status();
 
-    StartBarrier start(s_.threads, MeasureStart{&pc.measure_tick, &clock_});
+    // --bidir: our threads keep the endpoints progressing after their stream until the server's
+    // reverse stream has finished (its result is in hand).
+    std::atomic<bool> release{false};
+    const bool bidir = s_.bidir && ph.mode == Mode::bw;
+    if (bidir) pc.release = &release;
+    StartBarrier start(s_.threads, &pc.measure_tick, &clock_);
     std::vector<std::thread> threads;
     for (auto& t : ts) threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
+    struct Joiner {  // every way out of this function stops and joins the threads
+      std::vector<std::thread>& threads;
+      std::atomic<bool>& release;
+      std::atomic<bool>& abort;
+      bool ok = false;
+      void join() {
+        release.store(true);
+        for (auto& th : threads)
+          if (th.joinable()) th.join();
+      }
+      ~Joiner() {
+        if (!ok) abort.store(true);
+        join();
+      }
+    } joiner{threads, release, abort};
+    auto first_failure = [&] {
+      Status failure;
+      for (auto& t : ts)
+        if (!t->status && t->status.code() != Errc::interrupted && failure.is_ok()) failure = t->status;
+      return failure;
+    };
 
     Status peer;
     bool interrupted = false, marked = false;
@@ -218,15 +244,14 @@ class ClientRun {
         }
       }
     }
-    for (auto& th : threads) th.join();
+    if (!bidir) joiner.join();
     CpuTimes cpu1 = CpuTimes::now();
     uint64_t end_tick = clock_.now();
-
-    Status failure;
-    for (auto& t : ts)
-      if (!t->status && t->status.code() != Errc::interrupted && failure.is_ok()) failure = t->status;
     if (!peer.is_ok()) return peer;
-    if (!failure.is_ok()) return failure;
+    if (!bidir) {
+      Status failure = first_failure();
+      if (!failure.is_ok()) return failure;
+    }
 
     json sent = json::array();  // per endpoint, warm-up included: what the server must have seen
     for (auto& t : ts) {
@@ -244,8 +269,22 @@ class ClientRun {
     }
     auto res = expect(ch_, "result", s_.timeout_s + 30, nullptr);
     if (!res) return res.status();
+    if (bidir) {
+      joiner.join();
+      Status failure = first_failure();
+      if (!failure.is_ok()) return failure;
+    }
+    joiner.ok = true;
 
     result = collect(ph, ts, clock_);
+    if (res->contains("reverse")) {
+      const auto& r = res->at("reverse");
+      result.has_reverse = true;
+      result.reverse.iterations = r.value("iterations", uint64_t(0));
+      result.reverse.gbps = r.value("gbps", 0.0);
+      result.reverse.mops = r.value("mops", 0.0);
+      result.reverse.seconds = r.value("duration_s", 0.0);
+    }
     result.partial = interrupted;
     if (s_.cpu_util && cpu0_tick) {
       double window = clock_.to_s(end_tick - cpu0_tick);

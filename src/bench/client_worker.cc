@@ -358,6 +358,26 @@ class ClientLoop {
 
 }  // namespace
 
+// Keeps the endpoints progressing (for the peer's sake) until `until` holds; none of our own ops
+// is in flight, so any completion is an error or of no interest.
+template <class Until>
+Status progress_until(ThreadState& t, PhaseContext& pc, Until until) {
+  Completion cq[64];
+  int idle = 0;
+  while (!until() && !pc.abort->load(std::memory_order_relaxed)) {
+    int got = 0;
+    for (auto* ep : t.eps) {
+      int n = ep->poll(cq);
+      if (n < 0) return {Errc::io, fmt::format("thread {}: {}", t.index, ep->last_error())};
+      for (int i = 0; i < n; ++i)
+        if (cq[i].err) return {Errc::io, fmt::format("thread {}: {}", t.index, ep->describe_error(cq[i].err))};
+      got += n;
+    }
+    if (got == 0 && ++idle > 256) sched_yield();
+  }
+  return {};
+}
+
 void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
   const RunSpec& s = *pc.spec;
   if (!s.cpus.empty()) {
@@ -365,7 +385,7 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
     if (!p) {
       t.status = p;
       pc.abort->store(true);
-      start.arrive_and_drop();
+      start.arrive();
       t.done.store(true);
       return;
     }
@@ -383,11 +403,18 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
     t.status = st;
     pc.abort->store(true);
     for (auto* ep : t.eps) (void)ep->quiesce(1);
-    start.arrive_and_drop();
+    start.arrive();
     t.done.store(true);
     return;
   }
-  start.arrive_and_wait();
+  start.arrive();
+  Status wait = progress_until(t, pc, [&] { return start.open(); });
+  if (!wait) {
+    t.status = wait;
+    pc.abort->store(true);
+    t.done.store(true);
+    return;
+  }
   // Warm-up boundary: nothing before this point is counted.
   t.hist.reset();
   t.warmup_ops = t.ops.load();
@@ -400,6 +427,11 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
   t.status = loop.run(measure, true);
   t.t_end = clk.now();
   loop.report_lanes();
+  if (pc.release && t.status.is_ok()) {
+    t.measuring.store(false);
+    t.done.store(true);
+    t.status = progress_until(t, pc, [&] { return pc.release->load(std::memory_order_acquire); });
+  }
   // After a failure the peer may be gone: clean up briefly, so the error is reported within about --timeout.
   double settle = t.status.is_ok() ? s.timeout_s : std::min(1.0, s.timeout_s);
   for (auto* ep : t.eps) {

@@ -43,6 +43,8 @@ struct PhaseResult {
   bool has_cpu = false;
   CpuFigures client_cpu, server_cpu;
   bool partial = false;  // interrupted: figures cover the part measured before the stop
+  bool has_reverse = false;  // --bidir: the server's stream back at us at the same time
+  ThreadFigures reverse;
 };
 
 const char* lat_kind_of(const Phase& p);

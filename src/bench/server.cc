@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "bench/pattern.hh"
+#include "bench/result.hh"
 #include "bench/session.hh"
 #include "bench/spec_json.hh"
 #include "bench/worker.hh"
@@ -177,13 +178,36 @@ class ServeOne {
     }
     std::vector<std::thread> threads;
     const uint64_t per_thread = s_.local_bytes_per_thread();
+    // --bidir: instead of waiting passively, each thread streams the same op back at the client:
+    // from its slice of our region to the start of its client thread's buffers.
+    const bool bidir = s_.bidir && ph.mode == Mode::bw && ph.op != Op::send;
+    RunSpec reverse = s_;
+    std::atomic<bool> release{false};
+    StartBarrier start(s_.threads, &pc.measure_tick, &clock_);
+    if (bidir) {
+      uint64_t slice = rlen / uint64_t(s_.threads) / kAlign * kAlign;
+      reverse.random_space = 0;
+      reverse.fixed = true;
+      reverse.thread_gap = per_thread;  // the client's per-thread buffers
+      reverse.local_mr = slice;
+      reverse.validate = false;
+      reverse.cpus = o_.cpus;
+      pc.spec = &reverse;
+      pc.release = &release;
+      for (auto& t : ts) t->area_off = uint64_t(t->index) * slice;
+    }
     for (auto& t : ts) {
+      if (bidir) {
+        threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
+        continue;
+      }
       int cpu = o_.cpus.empty() ? -1 : o_.cpus[size_t(t->index) % o_.cpus.size()];
       uint64_t echo = uint64_t(t->index) * per_thread + align_up(s_.local_area());
       threads.emplace_back(run_server_thread, std::ref(*t), std::ref(pc), uint64_t(t->index) * gap, echo, slots, cpu);
     }
     auto stop_all = [&] {
       abort.store(true);
+      release.store(true);
       for (auto& th : threads)
         if (th.joinable()) th.join();
     };
@@ -198,7 +222,13 @@ class ServeOne {
     Status worker_failure;
     while (true) {
       for (auto& t : ts)
-        if (t->exited.load() && !t->status && worker_failure.is_ok()) worker_failure = t->status;
+        if (!bidir && t->exited.load() && !t->status && worker_failure.is_ok()) worker_failure = t->status;
+      if (bidir && abort.load() && worker_failure.is_ok()) {
+        stop_all();  // joined, so their statuses can be read
+        for (auto& t : ts)
+          if (!t->status && t->status.code() != Errc::interrupted && worker_failure.is_ok()) worker_failure = t->status;
+        if (worker_failure.is_ok()) worker_failure = Status(Errc::io, "the server's reverse stream stopped");
+      }
       if (!worker_failure.is_ok()) {
         stop_all();
         return reject(worker_failure);
@@ -251,6 +281,20 @@ class ServeOne {
                                                       ts[t]->ops.load(), s_.timeout_s));
       }
     }
+    json reverse_figures;
+    if (bidir) {  // our stream runs the same budget as the client's: let it finish, then report it
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.timeout_s + s_.duration_s);
+      auto all_done = [&] {
+        for (auto& t : ts)
+          if (!t->done.load()) return false;
+        return true;
+      };
+      while (!all_done() && !abort.load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!all_done() && lost.is_ok()) lost = Status(Errc::timeout, "the server's reverse stream did not finish in time");
+      PhaseResult rr = collect(ph, ts, clock_);
+      reverse_figures = {{"iterations", rr.iterations}, {"duration_s", rr.duration_s}, {"gbps", rr.gbps}, {"mops", rr.mops}};
+    }
     CpuTimes cpu1 = CpuTimes::now();
     double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - tick0).count();
     stop_all();
@@ -264,9 +308,11 @@ class ServeOne {
     CpuTimes used = cpu1 - cpu0;
     json received = json::array();
     for (auto& t : ts) received.push_back(t->ops.load());
-    return ch_.send_json({{"type", "result"}, {"received", received},
-                          {"cpu", {{"user_s", used.user_s}, {"sys_s", used.sys_s},
-                                   {"util", window > 0 ? (used.user_s + used.sys_s) / window : 0.0}}}});
+    json result = {{"type", "result"}, {"received", received},
+                   {"cpu", {{"user_s", used.user_s}, {"sys_s", used.sys_s},
+                            {"util", window > 0 ? (used.user_s + used.sys_s) / window : 0.0}}}};
+    if (bidir) result["reverse"] = reverse_figures;
+    return ch_.send_json(result);
   }
 
   bootstrap::Channel& ch_;

@@ -41,6 +41,7 @@ struct RunSpec {
   int rails = 1;      // endpoints per thread on separate paths (figures per rail)
   int qps = 1;        // endpoints per rail
   bool lazy = false;  // post only from the completion loop, in bursts
+  bool bidir = false; // the server streams the same op back at the client's buffers at the same time
   bool batch_given = false, depth_given = false, signal_given = false;
   uint64_t random_space = 0;
   uint64_t thread_gap = 0;

@@ -50,6 +50,15 @@ Status check(const RunSpec& s) {
   if (lat_only && s.signal_given && s.signal != 1)
     return bad(fmt::format("--signal {} with --mode lat: every latency op is signaled; drop --signal", s.signal));
 
+  if (s.bidir) {
+    if (has_mode(s, Mode::lat)) return bad("--bidir with --mode lat: both directions stream, so it applies to --mode bw only");
+    if (has_op(s, Op::send)) return bad("--bidir with --op send: the reverse stream is one-sided; use --op write or read");
+    if (s.validate) return bad("--bidir with --validate: both streams write the same buffers; validate one direction at a time");
+    if (s.region_bytes() / uint64_t(s.threads) / kAlign * kAlign < align_up(s.max_size()))
+      return bad(fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "
+                             "raise --random-space or --thread-gap", format_bytes(s.region_bytes() / uint64_t(s.threads)),
+                             format_bytes(s.max_size())));
+  }
   bool rma = has_op(s, Op::write) || has_op(s, Op::read);
   if (!rma && (s.random_space || s.thread_gap || s.fixed))
     return bad("--random-space/--thread-gap/--fixed choose remote targets of write and read; --op send has none");

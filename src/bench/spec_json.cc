@@ -29,7 +29,7 @@ json spec_to_json(const RunSpec& s) {
               {"warmup_iters", s.warmup_iters}, {"warmup_s", s.warmup_s}, {"warmup_given", s.warmup_given},
               {"threads", s.threads}, {"cpus", s.cpus},
               {"batch", s.batch}, {"depth", s.depth}, {"signal", s.signal},
-              {"rails", s.rails}, {"qps", s.qps}, {"lazy", s.lazy},
+              {"rails", s.rails}, {"qps", s.qps}, {"lazy", s.lazy}, {"bidir", s.bidir},
               {"batch_given", s.batch_given}, {"depth_given", s.depth_given}, {"signal_given", s.signal_given},
               {"random_space", s.random_space}, {"thread_gap", s.thread_gap}, {"fixed", s.fixed},
               {"local_mr", s.local_mr}, {"repeat", s.repeat}, {"validate", s.validate}, {"inject", s.inject},
@@ -71,6 +71,7 @@ Result<RunSpec> spec_from_json(const json& j) {
     s.rails = j.value("rails", 1);
     s.qps = j.value("qps", 1);
     s.lazy = j.value("lazy", false);
+    s.bidir = j.value("bidir", false);
     s.batch_given = j.at("batch_given");
     s.depth_given = j.at("depth_given");
     s.signal_given = j.at("signal_given");

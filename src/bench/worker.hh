@@ -3,7 +3,6 @@
 // thread. Workers touch only their own ThreadState (single writer); the orchestrator reads the
 // atomics for live lines and everything else after joining.
 #include <atomic>
-#include <barrier>
 #include <cstdint>
 #include <vector>
 
@@ -18,12 +17,31 @@ namespace rb::bench {
 // Granule coverage of the remote region by validated writes (one byte per 64 B).
 constexpr uint8_t kCoverNone = 0, kCoverPartial = 1, kCoverFull = 2;
 
-struct MeasureStart {
-  std::atomic<uint64_t>* tick;
-  const Clock* clock;
-  void operator()() noexcept { tick->store(clock->now()); }
+// The warm-up boundary all threads meet at. Unlike a plain barrier, a waiting thread keeps
+// polling its endpoints: a peer thread may need that progress to finish its own warm-up (tcp
+// needs the target to poll, and with --bidir both sides are targets). The last to arrive
+// records when measurement starts.
+class StartBarrier {
+ public:
+  StartBarrier(int n, std::atomic<uint64_t>* tick, const Clock* clock) : n_(n), tick_(tick), clock_(clock) {}
+  // Returns true for the thread that completed the barrier.
+  bool arrive() {
+    if (arrived_.fetch_add(1) + 1 == n_) {
+      tick_->store(clock_->now());
+      open_.store(true, std::memory_order_release);
+      return true;
+    }
+    return false;
+  }
+  bool open() const { return open_.load(std::memory_order_acquire); }
+
+ private:
+  int n_;
+  std::atomic<int> arrived_{0};
+  std::atomic<bool> open_{false};
+  std::atomic<uint64_t>* tick_;
+  const Clock* clock_;
 };
-using StartBarrier = std::barrier<MeasureStart>;
 
 struct PhaseContext {
   const RunSpec* spec = nullptr;
@@ -32,7 +50,10 @@ struct PhaseContext {
   uint64_t seed = 0;                   // per-phase data seed
   uint64_t inject_max = 0;
   bool target_progress = true;         // the passive side must poll for data to move
-  bool yield_to_engine = false;        // a copy-engine thread of ours needs a core while we wait             // latency ops up to this size go inline, without a completion
+  bool yield_to_engine = false;        // a copy-engine thread of ours needs a core while we wait
+  // --bidir: after its own stream a thread keeps polling (the peer's stream may need our progress)
+  // until `release` is set; `done` is raised when the stream itself has finished.
+  std::atomic<bool>* release = nullptr;             // latency ops up to this size go inline, without a completion
   std::atomic<bool>* abort = nullptr;  // set by the orchestrator (peer gone, Ctrl-C, other thread failed)
   std::atomic<uint64_t> measure_tick{0};  // when every thread finished warm-up
 };

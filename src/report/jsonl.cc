@@ -46,7 +46,7 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
   const auto& p = r.phase;
   json params = {{"op", transport::op_name(p.op)}, {"mode", bench::mode_name(p.mode)}, {"size", p.size},
                  {"threads", s.threads}, {"batch", s.batch}, {"depth", p.mode == bench::Mode::bw ? s.depth : 1},
-                 {"signal", s.signal}, {"rails", s.rails}, {"qps", s.qps}, {"lazy", s.lazy}, {"iters", s.iters_for(p.mode)}, {"duration_s", s.duration_s},
+                 {"signal", s.signal}, {"rails", s.rails}, {"qps", s.qps}, {"lazy", s.lazy}, {"bidir", s.bidir}, {"iters", s.iters_for(p.mode)}, {"duration_s", s.duration_s},
                  {"warmup_iters", s.duration_s > 0 ? 0 : s.warmup_iters_for(p.mode)},
                  {"warmup_s", s.duration_s > 0 ? s.warmup_seconds() : 0.0}, {"random_space", s.random_space},
                  {"thread_gap", s.gap()}, {"fixed", !s.random()}, {"addressing", s.addressing()},
@@ -63,6 +63,11 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
                   {"gbps", r.gbps}, {"gbytes_per_s", r.gbytes_per_s}, {"mops", r.mops},
                   {"lat_kind", r.lat_kind}, {"lat_us", lat_json(r.lat)}, {"per_thread", per_thread}, {"per_rail", per_rail},
                   {"partial", r.partial}};
+  if (r.has_reverse) {
+    results["reverse"] = {{"iterations", r.reverse.iterations}, {"duration_s", r.reverse.seconds},
+                          {"gbps", r.reverse.gbps}, {"mops", r.reverse.mops}};
+    results["sum"] = {{"gbps", r.gbps + r.reverse.gbps}, {"mops", r.mops + r.reverse.mops}};
+  }
   if (h.line_gbps > 0) {
     results["line_rate_gbps"] = h.line_gbps;
     results["pct_of_line_rate"] = 100 * r.gbps / h.line_gbps;

@@ -102,6 +102,9 @@ void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
     fmt::print(out_, "{:>8} cpu: client {:.2f} cores (user {:.2f}s sys {:.2f}s), server {:.2f} cores (user {:.2f}s sys {:.2f}s)\n",
                "", r.client_cpu.util, r.client_cpu.times.user_s, r.client_cpu.times.sys_s, r.server_cpu.util,
                r.server_cpu.times.user_s, r.server_cpu.times.sys_s);
+  if (r.has_reverse)
+    fmt::print(out_, "{:>8}   reverse (server to client): {} iters {:.2f} Gbps {:.3f} Mops/s | both ways {:.2f} Gbps {:.3f} Mops/s\n",
+               "", r.reverse.iterations, r.reverse.gbps, r.reverse.mops, r.gbps + r.reverse.gbps, r.mops + r.reverse.mops);
   if (r.per_rail.size() > 1)
     for (auto& f : r.per_rail)
       fmt::print(out_, "{:>8}   rail {}: {} iters {:.2f} Gbps {:.3f} Mops/s\n", "", f.thread, f.iterations, f.gbps, f.mops);

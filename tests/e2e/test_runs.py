@@ -161,3 +161,16 @@ def test_latency_over_several_endpoints(rdmabench, tmp_path):
     assert r.returncode == 0, r.stderr
     for rec in load(out):
         assert sorted(x["iterations"] for x in rec["results"]["per_rail"]) == [167, 167, 167]
+
+
+@pytest.mark.parametrize("transport", ["ofi:shm", "ofi:tcp", "tcp"])
+def test_bidir_reports_each_direction_and_the_sum(rdmabench, tmp_path, transport):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", transport, "--op", "write,read", "--size", "4K", "--iters", "3000", "--threads", "2",
+             "--bidir", "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    assert "reverse (server to client)" in r.stdout
+    for rec in load(out):
+        res = rec["results"]
+        assert res["reverse"]["iterations"] == 6000  # the server runs the same budget back
+        assert res["sum"]["gbps"] == pytest.approx(res["gbps"] + res["reverse"]["gbps"])
