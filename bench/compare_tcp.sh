@@ -16,25 +16,26 @@ for t in iperf3 sockperf; do
 done
 
 iperf_gbps() {  # port
-  iperf3 -s -1 -B 127.0.0.1 -p "$1" >/dev/null 2>&1 &
+  iperf3 -s -1 -B 127.0.0.1 -p "$1" -A 1 >/dev/null 2>&1 &
   local srv=$!
   sleep 0.4
-  iperf3 -c 127.0.0.1 -p "$1" -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)'
+  iperf3 -c 127.0.0.1 -p "$1" -t "$SECS" -A 0 -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)'
   wait $srv || true
 }
 
 sockperf_p50() {  # port
-  sockperf server -i 127.0.0.1 -p "$1" --tcp >/dev/null 2>&1 &
+  # Non-blocking sockets: sockperf busy-polls as rdmabench does (blocking, it measures wake-ups).
+  taskset -c 1 sockperf server -i 127.0.0.1 -p "$1" --tcp --nonblocked >/dev/null 2>&1 &
   local srv=$!
   sleep 0.4
-  sockperf ping-pong -i 127.0.0.1 -p "$1" --tcp -m 64 -t "$SECS" 2>&1 | awk '/percentile 50.000/ {print $NF}'
+  taskset -c 0 sockperf ping-pong -i 127.0.0.1 -p "$1" --tcp --nonblocked -m 64 -t "$SECS" 2>&1 | awk '/percentile 50.000/ {print $NF}'
   kill $srv 2>/dev/null; wait $srv 2>/dev/null || true
 }
 
 rb() {  # args... -> prints the results field named by $FIELD
   local f="$TMP/r.jsonl"
   rm -f "$f"
-  "$BIN" "$@" --json "$f" >/dev/null
+  "$BIN" "$@" --cpus 0 --server-cpus 1 --json "$f" >/dev/null
   python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline())["results"]; print(eval(sys.argv[2], {}, r))' "$f" "$FIELD"
 }
 
@@ -55,10 +56,11 @@ python3 - "$mi" "$mr" "$ms" "$ml" "$ROUNDS" "$SECS" <<'PY' | python3 bench/resul
 import sys
 mi, mr, ms, ml = map(float, sys.argv[1:5])
 rounds, secs = sys.argv[5], sys.argv[6]
-print(f"""`bench/compare_tcp.sh`, loopback, {rounds} interleaved rounds of {secs} s each, medians. rdmabench
+print(f"""`bench/compare_tcp.sh`, loopback, {rounds} interleaved rounds of {secs} s each, medians; every tool's
+client on CPU 0 and server on CPU 1. rdmabench
 streams 128 KiB SEND messages (depth 16) for throughput and ping-pongs 64 B SENDs for latency;
-iperf3 runs one stream and sockperf a TCP ping-pong; both report one-way latency as half the
-round trip. Goals: stream >= 0.9x iperf3, p50 <= 1.1x sockperf.
+iperf3 runs one stream and sockperf a TCP ping-pong on non-blocking (busy-polled) sockets, as
+rdmabench polls; both report one-way latency as half the round trip. Goals: stream >= 0.9x iperf3, p50 <= 1.1x sockperf.
 
 | measure | peer tool | rdmabench -t tcp | ratio |
 |---|---|---|---|

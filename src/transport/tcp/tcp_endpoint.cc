@@ -1,5 +1,7 @@
 #include "transport/tcp/tcp_endpoint.hh"
 
+#include "transport/tcp/fifo.hh"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -9,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <deque>
 #include <string>
 
 #include <fmt/format.h>
@@ -405,10 +406,10 @@ class TcpEp final : public Endpoint {
   FrameWriter out_;
   FrameReader reader_;
   std::vector<OutFrame> sent_;
-  std::deque<Completion> done_;
-  std::deque<PendingRead> reads_;
-  std::deque<AckWait> acks_;
-  std::deque<PostedRecv> recvs_;
+  Fifo<Completion> done_;
+  Fifo<PendingRead> reads_;
+  Fifo<AckWait> acks_;
+  Fifo<PostedRecv> recvs_;
   Header cur_{};
   PostedRecv recv_{};
   uint8_t* dst_ = nullptr;
