@@ -10,6 +10,7 @@ namespace rb::transport::tcp {
 namespace {
 constexpr size_t kMaxIov = 64;
 constexpr size_t kDirectRead = 16 << 10;  // payloads at least this large skip the staging copy
+constexpr size_t kPackMax = 1024;         // frames up to this size are packed into one buffer
 }  // namespace
 
 FrameWriter::FrameWriter(uint32_t capacity) {
@@ -19,13 +20,26 @@ FrameWriter::FrameWriter(uint32_t capacity) {
   cap_ = c;
   mask_ = c - 1;
   iov_.reserve(kMaxIov);
+  scratch_.resize(32 << 10);
 }
 
 bool FrameWriter::flush(std::vector<OutFrame>& sent) {
   while (head_ != tail_) {
     iov_.clear();
     size_t skip = done_in_head_;
-    for (uint64_t i = head_; i != tail_ && iov_.size() + 2 <= kMaxIov; ++i) {
+    // Small frames are copied into one contiguous buffer: one iovec per send is measurably
+    // cheaper for the kernel than two per frame. Byte accounting below does not care which.
+    size_t packed = 0;
+    for (uint64_t i = head_; !skip && i != tail_; ++i) {
+      const OutFrame& f = q_[i & mask_];
+      size_t len = sizeof(Header) + (f.payload ? f.payload_len : 0);
+      if (len > kPackMax || packed + len > scratch_.size()) break;
+      std::memcpy(scratch_.data() + packed, &f.hdr, sizeof(Header));
+      if (f.payload && f.payload_len) std::memcpy(scratch_.data() + packed + sizeof(Header), f.payload, f.payload_len);
+      packed += len;
+    }
+    if (packed) iov_.push_back({scratch_.data(), packed});
+    for (uint64_t i = head_; !packed && i != tail_ && iov_.size() + 2 <= kMaxIov; ++i) {
       OutFrame& f = q_[i & mask_];
       size_t hl = sizeof(Header);
       if (skip < hl) iov_.push_back({reinterpret_cast<uint8_t*>(&f.hdr) + skip, hl - skip});

@@ -37,6 +37,7 @@ class FrameWriter {
   uint64_t cap_, mask_, head_ = 0, tail_ = 0;
   size_t done_in_head_ = 0;  // bytes of the head frame already written
   std::vector<iovec> iov_;
+  std::vector<uint8_t> scratch_;  // small frames packed for one send
 };
 
 class FrameReader {
