@@ -47,7 +47,9 @@ for ((r = 0; r < ROUNDS; r++)); do
   port=$((port + 1))
   ip+=("$(iperf_gbps $port)")
   rs+=("$(FIELD=gbps rb -t tcp --op send --mode bw --size 128K --depth 16 --duration "$SECS")")
-  sp+=("$(sockperf_p50 $port)")
+  v=$(sockperf_p50 $((port + 500)))
+  [ -n "$v" ] || { echo "compare_tcp: sockperf gave no p50 (port $((port + 500)) busy?)" >&2; exit 1; }
+  sp+=("$v")
   rl+=("$(FIELD='lat_us["p50"]' rb -t tcp --op send --mode lat --size 64 --duration "$SECS")")
   echo "round $r: iperf3 ${ip[-1]} Gbps, rdmabench ${rs[-1]} Gbps; sockperf p50 ${sp[-1]} us, rdmabench p50 ${rl[-1]} us"
 done

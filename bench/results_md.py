@@ -7,12 +7,17 @@ measures something owns its section.
 import sys
 from pathlib import Path
 
-TITLE = "# rdmabench beside its peer tools\n"
+TITLE = """# rdmabench beside its peer tools
+
+Each section is written by the script it names: `make compare` runs the loopback ones, and
+`bench/dma_gpu.sh` with `bench/dma_table.py` the GPU one. Numbers move from run to run on this
+shared 2-core machine; the ratios, measured side by side in one run, are what to read.
+"""
 
 
 def replace_section(results, heading, text):
     path = Path(results)
-    lines = path.read_text().splitlines(keepends=True) if path.exists() else [TITLE]
+    lines = path.read_text().splitlines(keepends=True) if path.exists() else TITLE.splitlines(keepends=True)
     kept, skip = [], False
     for line in lines:
         if line.startswith("## "):
