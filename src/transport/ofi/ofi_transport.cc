@@ -286,8 +286,11 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
                               opt.provider.empty() ? "(any)" : opt.provider, why));
   const fi_info* chosen = nullptr;
   if (!opt.domain.empty()) {
-    for (auto* i = infos->get(); i && !chosen; i = i->next)
-      if (opt.domain == i->domain_attr->name) chosen = i;
+    uint32_t family = opt.local_ip.find(':') != std::string::npos ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+    for (auto* i = infos->get(); i; i = i->next)
+      if (opt.domain == i->domain_attr->name && (!chosen || (!opt.local_ip.empty() && i->addr_format == family &&
+                                                             chosen->addr_format != family)))
+        chosen = i;
     if (!chosen)
       return Status(Errc::invalid_argument, fmt::format("--domain {}: provider {} has no such domain; choose one of: {}",
                                                         opt.domain, infos->get()->fabric_attr->prov_name,
@@ -295,14 +298,23 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
   } else {
     // A run stays on the interface that carries the out-of-band connection (lo for loopback).
     std::string iface = opt.local_ip.empty() ? "" : interface_of(opt.local_ip);
+    // An interface can appear once per address family (an IPv6 link-local fabric beside the
+    // IPv4 one): take the entry of the family the run's address has, else the first.
+    uint32_t family = opt.local_ip.find(':') != std::string::npos ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+    const fi_info* same_family = nullptr;
     bool network_domains = false;
-    for (auto* i = infos->get(); i && !chosen; i = i->next) {
-      if (!iface.empty() && iface == i->domain_attr->name) chosen = i;
+    for (auto* i = infos->get(); i; i = i->next) {
+      if (!iface.empty() && iface == i->domain_attr->name) {
+        if (!chosen) chosen = i;
+        if (!same_family && i->addr_format == family) same_family = i;
+      }
       if (is_interface(i->domain_attr->name)) network_domains = true;
     }
+    if (same_family) chosen = same_family;
     if (!chosen && network_domains)
       return Status(Errc::invalid_argument,
-                    fmt::format("provider {} has no domain on interface '{}' (which carries {}); pass --domain, one of: {}",
+                    fmt::format("provider {} has no domain on interface '{}' (which carries {}; an interface that has "
+                                "just come up can take a moment to be listed); pass --domain, one of: {}",
                                 infos->get()->fabric_attr->prov_name, iface, opt.local_ip, domain_names(infos->get())));
     if (!chosen) chosen = infos->get();
   }
