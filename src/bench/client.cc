@@ -182,9 +182,10 @@ class ClientRun {
     std::atomic<bool> release{false};
     const bool bidir = s_.bidir && ph.mode == Mode::bw;
     if (bidir) pc.release = &release;
-    StartBarrier start(s_.threads, &pc.measure_tick, &clock_);
+    CpuTimes cpu_at_start;
+    StartBarrier start(s_.threads, &pc.measure_tick, &clock_, &cpu_at_start);
     std::vector<std::thread> threads;
-    for (auto& t : ts) threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
+    threads.reserve(ts.size());
     struct Joiner {  // every way out of this function stops and joins the threads
       std::vector<std::thread>& threads;
       std::atomic<bool>& release;
@@ -200,6 +201,7 @@ class ClientRun {
         join();
       }
     } joiner{threads, release, abort};
+    for (auto& t : ts) threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
     auto first_failure = [&] {
       Status failure;
       for (auto& t : ts)
@@ -217,8 +219,15 @@ class ClientRun {
     while (true) {
       bool all_done = true;
       for (auto& t : ts) all_done = all_done && t->done.load();
+      uint64_t started = pc.measure_tick.load();
+      if (started && !marked) {  // before leaving too: a short phase may end within one sleep
+        marked = true;
+        cpu0 = cpu_at_start;  // taken by the thread that opened the measured window
+        cpu0_tick = started;
+        if (peer.is_ok()) (void)ch_.send_json({{"type", "mark"}});
+      }
       if (all_done) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (interrupt_.load() && !interrupted) {
         interrupted = true;
         abort.store(true);
@@ -229,12 +238,6 @@ class ClientRun {
         abort.store(true);
       }
       uint64_t mt = pc.measure_tick.load();
-      if (mt && !marked) {
-        marked = true;
-        cpu0 = CpuTimes::now();
-        cpu0_tick = mt;
-        if (peer.is_ok()) (void)ch_.send_json({{"type", "mark"}});
-      }
       if (marked && s_.report_interval > 0) {
         double at = clock_.to_s(clock_.now() - mt);
         if (at >= next_report) {
@@ -287,12 +290,15 @@ class ClientRun {
     }
     result.partial = interrupted;
     if (s_.cpu_util && cpu0_tick) {
-      double window = clock_.to_s(end_tick - cpu0_tick);
+      // The window ends when the last thread finished, not when this thread noticed it.
+      uint64_t last = 0;
+      for (auto& t : ts) last = std::max(last, t->t_end);
+      double window = clock_.to_s((last ? last : end_tick) - cpu0_tick);
       result.has_cpu = true;
       result.client_cpu.times = cpu1 - cpu0;
-      result.client_cpu.util = window > 0 ? (result.client_cpu.times.user_s + result.client_cpu.times.sys_s) / window : 0;
+      result.client_cpu.util = window > 0 ? result.client_cpu.times.total_s / window : 0;
       auto c = res->value("cpu", json::object());
-      result.server_cpu.times = {c.value("user_s", 0.0), c.value("sys_s", 0.0)};
+      result.server_cpu.times = {c.value("user_s", 0.0), c.value("sys_s", 0.0), c.value("total_s", 0.0)};
       result.server_cpu.util = c.value("util", 0.0);
     }
     return {};

@@ -171,9 +171,13 @@ class ClientLoop {
         if (!l.stop && l.head == l.n) {
           // In duration mode stop only at a signal boundary so the last op posted asks for a completion.
           if ((b.count && l.posted >= l.share) || (!b.count && l.posted % signal == 0 && now >= b.end_tick)) l.stop = true;
-          else if (l.posted - l.completed + batch <= depth) {
+          else {
             uint64_t n = batch;
             if (b.count) n = std::min<uint64_t>(n, l.share - l.posted);
+            // A batch ends at the op that asks for a completion: unsignaled ops complete only with
+            // it, so a batch straddling it could leave the window full of ops nothing will complete.
+            if (signal > 1) n = std::min<uint64_t>(n, signal - l.posted % signal);
+            if (l.posted - l.completed + n > depth) n = 0;
             for (uint64_t k = 0; k < n; ++k) {
               uint64_t seq = l.posted + k;
               bool sig = (seq + 1) % signal == 0 || (b.count && seq + 1 == l.share);
@@ -189,7 +193,10 @@ class ClientLoop {
           for (int k = 0; k < a; ++k) l.post_tick[(l.posted + k) & mask_] = now;
           l.posted += uint64_t(a);
           l.head += size_t(a);
-          l.kick = l.head < l.n || l.posted == l.completed;
+          // Lazy lanes post again after a completion, or when no signaled op is in flight (nothing
+          // would ever complete to wake them).
+          l.kick = l.head < l.n || l.posted - l.posted % signal <= l.completed;
+          if (a > 0) progress = true;
         }
         int n = l.ep->poll(cqes);
         if (n < 0) return io_error(l);
@@ -215,7 +222,7 @@ class ClientLoop {
           t_.ops.store(t_.ops.load(std::memory_order_relaxed) + ops, std::memory_order_relaxed);
           t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + ops * size_, std::memory_order_relaxed);
         }
-        outstanding += l.posted - l.completed;
+        outstanding += l.posted - l.completed + (l.n - l.head);  // in flight, or refused by a full queue
         all_done = all_done && l.stop && l.completed >= l.posted;
       }
       if (all_done) {

@@ -196,6 +196,18 @@ class ServeOne {
       pc.release = &release;
       for (auto& t : ts) t->area_off = uint64_t(t->index) * slice;
     }
+    struct JoinAll {  // whatever way this function is left, no worker outlives it
+      std::vector<std::thread>& threads;
+      std::atomic<bool>& abort;
+      std::atomic<bool>& release;
+      ~JoinAll() {
+        abort.store(true);
+        release.store(true);
+        for (auto& th : threads)
+          if (th.joinable()) th.join();
+      }
+    } join_all{threads, abort, release};
+    threads.reserve(ts.size());
     for (auto& t : ts) {
       if (bidir) {
         threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
@@ -255,10 +267,14 @@ class ServeOne {
         return {Errc::io, "control protocol error: expected end, got " + type};
       }
       end = *msg;
+      if (!end.contains("sent") || !end["sent"].is_array()) {
+        stop_all();
+        return reject({Errc::io, "control protocol error: malformed end message"});
+      }
       break;
     }
     std::vector<uint8_t> cover;
-    if (end.value("coverage", false)) {
+    if (end.contains("coverage") && end["coverage"].is_boolean() && end["coverage"].get<bool>()) {
       auto b = ch_.recv_bytes(30, &stop_);
       if (!b) {
         stop_all();
@@ -273,7 +289,8 @@ class ServeOne {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(s_.timeout_s);
       for (size_t t = 0; t < ts.size(); ++t) {
         uint64_t want = 0;
-        for (size_t e = t * ept; e < (t + 1) * ept && e < sent.size(); ++e) want += sent[e].get<uint64_t>();
+        for (size_t e = t * ept; e < (t + 1) * ept && e < sent.size(); ++e)
+          want += sent[e].is_number_unsigned() ? sent[e].get<uint64_t>() : 0;
         while (ts[t]->ops.load() < want && std::chrono::steady_clock::now() < deadline && !ts[t]->exited.load())
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (ts[t]->ops.load() < want && lost.is_ok())
@@ -292,6 +309,7 @@ class ServeOne {
       while (!all_done() && !abort.load() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (!all_done() && lost.is_ok()) lost = Status(Errc::timeout, "the server's reverse stream did not finish in time");
+      stop_all();  // joined before their figures are read
       PhaseResult rr = collect(ph, ts, clock_);
       reverse_figures = {{"iterations", rr.iterations}, {"duration_s", rr.duration_s}, {"gbps", rr.gbps}, {"mops", rr.mops}};
     }
@@ -310,7 +328,7 @@ class ServeOne {
     for (auto& t : ts) received.push_back(t->ops.load());
     json result = {{"type", "result"}, {"received", received},
                    {"cpu", {{"user_s", used.user_s}, {"sys_s", used.sys_s},
-                            {"util", window > 0 ? (used.user_s + used.sys_s) / window : 0.0}}}};
+                            {"total_s", used.total_s}, {"util", window > 0 ? used.total_s / window : 0.0}}}};
     if (bidir) result["reverse"] = reverse_figures;
     return ch_.send_json(result);
   }

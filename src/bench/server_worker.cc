@@ -213,6 +213,16 @@ class ServerLoop {
     return {};
   }
 
+  // One message of the stream on lane l: check it, count it, give its slot back.
+  Status take_message(size_t l, const Completion& c) {
+    uint64_t slot = c.wr_id & kSlotMask;
+    // Each endpoint is its own ordered stream of messages.
+    Status st = check_message(slot, uint64_t(t_.first_ep) + l, lane_seq_[l]++, c.len);
+    if (!st) return st;
+    count(1);
+    return post_one(l, recv_wr(l, slot));
+  }
+
   Status send_sink() {
     for (size_t l = 0; l < lanes(); ++l)
       for (uint64_t s = 0; s < rx_slots_; ++s) {
@@ -231,13 +241,17 @@ class ServerLoop {
           const Completion& c = cq[i];
           if (c.err) return cqe_error(l, c);
           if (c.op != Op::recv) continue;
-          uint64_t slot = c.wr_id & kSlotMask;
-          // Each endpoint is its own ordered stream of messages.
-          Status st = check_message(slot, uint64_t(t_.first_ep) + l, lane_seq_[l]++, c.len);
+          Status st = take_message(l, c);
           if (!st) return st;
-          count(1);
-          st = post_one(l, recv_wr(l, slot));
-          if (!st) return st;
+        }
+        // Receives that completed while a repost waited for room (post_one polls) count too.
+        while (!pending_recv_.empty()) {
+          arrived_.clear();
+          arrived_.swap(pending_recv_);
+          for (auto& c : arrived_) {
+            Status st = take_message(lane_of(c.wr_id), c);
+            if (!st) return st;
+          }
         }
       }
       if (got == 0) idle(n_idle);

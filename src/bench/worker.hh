@@ -23,10 +23,12 @@ constexpr uint8_t kCoverNone = 0, kCoverPartial = 1, kCoverFull = 2;
 // records when measurement starts.
 class StartBarrier {
  public:
-  StartBarrier(int n, std::atomic<uint64_t>* tick, const Clock* clock) : n_(n), tick_(tick), clock_(clock) {}
+  StartBarrier(int n, std::atomic<uint64_t>* tick, const Clock* clock, CpuTimes* cpu = nullptr)
+      : n_(n), tick_(tick), clock_(clock), cpu_(cpu) {}
   // Returns true for the thread that completed the barrier.
   bool arrive() {
     if (arrived_.fetch_add(1) + 1 == n_) {
+      if (cpu_) *cpu_ = CpuTimes::now();  // published by the tick store below
       tick_->store(clock_->now());
       open_.store(true, std::memory_order_release);
       return true;
@@ -41,6 +43,7 @@ class StartBarrier {
   std::atomic<bool> open_{false};
   std::atomic<uint64_t>* tick_;
   const Clock* clock_;
+  CpuTimes* cpu_;
 };
 
 struct PhaseContext {

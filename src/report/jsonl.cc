@@ -31,7 +31,7 @@ json lat_json(const bench::LatencySummary& l) {
           {"p9999", l.p9999}, {"max", l.max}, {"stdev", l.stdev}};
 }
 json cpu_json(const bench::CpuFigures& c) {
-  return {{"user_s", c.times.user_s}, {"sys_s", c.times.sys_s}, {"util", c.util}};
+  return {{"user_s", c.times.user_s}, {"sys_s", c.times.sys_s}, {"total_s", c.times.total_s}, {"util", c.util}};
 }
 }  // namespace
 

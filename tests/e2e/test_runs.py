@@ -174,3 +174,18 @@ def test_bidir_reports_each_direction_and_the_sum(rdmabench, tmp_path, transport
         res = rec["results"]
         assert res["reverse"]["iterations"] == 6000  # the server runs the same budget back
         assert res["sum"]["gbps"] == pytest.approx(res["gbps"] + res["reverse"]["gbps"])
+
+
+@pytest.mark.parametrize("flags", [
+    ["--depth", "3", "--batch", "2", "--signal", "3"],     # a batch would straddle the signaled op
+    ["--depth", "64", "--batch", "16", "--signal", "60"],
+    ["--lazy", "--signal", "4"],                           # lazy with nothing signaled in flight
+    ["--lazy", "--batch", "8", "--signal", "5", "--rails", "2"],
+])
+def test_signal_batch_depth_combinations_complete(rdmabench, tmp_path, flags):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "ofi:shm", "--size", "64", "--iters", "3001", "--timeout", "5", "--json", str(out)] + flags,
+            timeout=60)
+    assert r.returncode == 0, r.stderr
+    rec = load(out)[0]
+    assert rec["results"]["iterations"] == 3001

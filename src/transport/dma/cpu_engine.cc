@@ -1,6 +1,7 @@
 // The software copy engine: one thread per queue takes copies off a ring and memcpy's them.
 // It spins briefly when the ring runs dry, then parks on a futex (std::atomic::wait) until the
 // next doorbell, so an idle engine costs no core.
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -74,7 +75,12 @@ class CpuEngine final : public CopyEngine {
         continue;
       }
       idle = 0;
-      std::memcpy(c.dst, c.src, c.len);
+      // The last byte goes last, with release order: a peer polling it (write latency) then sees
+      // the whole payload. memcpy alone promises no store order.
+      if (c.len > 1) std::memcpy(c.dst, c.src, c.len - 1);
+      if (c.len)
+        std::atomic_ref<uint8_t>(static_cast<uint8_t*>(c.dst)[c.len - 1])
+            .store(static_cast<const uint8_t*>(c.src)[c.len - 1], std::memory_order_release);
       if (c.signal)
         while (!cq_.push(Completion{c.wr_id, c.op, uint32_t(c.len), 0})) std::this_thread::yield();
       done_.fetch_add(1, std::memory_order_release);

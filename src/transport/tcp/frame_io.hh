@@ -26,7 +26,12 @@ class FrameWriter {
   bool full() const { return tail_ - head_ >= cap_; }
   bool empty() const { return tail_ == head_; }
   size_t queued() const { return tail_ - head_; }
-  void push(const OutFrame& f) { q_[tail_++ & mask_] = f; }
+  // False when full (the frame is not queued).
+  bool push(const OutFrame& f) {
+    if (full()) return false;
+    q_[tail_++ & mask_] = f;
+    return true;
+  }
   // Writes what the socket takes; appends the wr_id of every fully sent frame marked `notify`
   // to `sent`. Returns false on a socket error (errno set).
   bool flush(std::vector<OutFrame>& sent);

@@ -63,8 +63,11 @@ struct PendingRead {  // our READ waiting for its data
 // One connection per endpoint pair carries both directions: our requests and our answers to the
 // peer's requests go out on it, and the peer's requests and answers come in on it. The side with
 // the smaller address connects; the other accepts on first use, so neither ever blocks the
-// rendezvous. Answers are always read, even while requests wait for a posted receive, and the
-// writer has room for every answer the peer can be owed, so two full sides cannot deadlock.
+// rendezvous. The writer keeps room for every answer the peer can be owed, so two full sides
+// cannot deadlock. One stream carries everything in order: a SEND that waits for a receive to be
+// posted also holds back the answers behind it (the runner always has receives posted). A SEND
+// completes when handed to the kernel; a truncation the target finds later comes as a second,
+// failing completion of the same wr_id.
 class TcpEp final : public Endpoint {
  public:
   TcpEp(std::shared_ptr<RegionTable> regions, SocketOptions so, uint32_t depth)
@@ -151,14 +154,14 @@ class TcpEp final : public Endpoint {
       h.wr_id = w.wr_id;
       if (w.op == Op::read) {
         h.type = Frame::read_req;
-        out_.push({h, nullptr, 0, false});
+        if (!out_.push({h, nullptr, 0, false})) break;
         reads_.push_back({local, w.len, w.wr_id, sig});
       } else {
         bool ack = w.op == Op::write && (w.flags & wr_flag::delivery);
         h.type = w.op == Op::write ? Frame::write : Frame::send;
         h.flags = ack ? frame_flag::ack : 0;
         // Completion on hand-off to the kernel, or on the target's ACK for delivery-complete writes.
-        out_.push({h, local, w.len, sig && !ack});
+        if (!out_.push({h, local, w.len, sig && !ack})) break;
         if (ack) acks_.push_back({w.wr_id, sig});
       }
       ++n;
@@ -276,7 +279,12 @@ class TcpEp final : public Endpoint {
     e.len = req.len;
     e.offset = uint64_t(code);
     e.wr_id = req.wr_id;
-    out_.push({e, nullptr, 0, false});
+    answer({e, nullptr, 0, false});
+  }
+
+  // Answers have kAnswerRoom slots of their own; a peer owing more than that breaks the protocol.
+  void answer(const OutFrame& f) {
+    if (!out_.push(f)) overflow_ = true;
   }
 
   // Everything that arrives: the peer's requests (apply writes, serve reads, deliver sends) and
@@ -304,6 +312,7 @@ class TcpEp final : public Endpoint {
       reader_.consume(sizeof cur_);
       if (!start_frame()) return false;
     }
+    if (overflow_) return fail("tcp: the peer has more requests in flight than this endpoint can answer");
     return flush();
   }
 
@@ -336,7 +345,7 @@ class TcpEp final : public Endpoint {
           h.type = Frame::read_resp;
           h.len = cur_.len;
           h.wr_id = cur_.wr_id;
-          out_.push({h, base + cur_.offset, cur_.len, false});
+          answer({h, base + cur_.offset, cur_.len, false});
         }
         return true;
       }
@@ -386,7 +395,7 @@ class TcpEp final : public Endpoint {
           a.type = Frame::ack;
           a.len = cur_.len;
           a.wr_id = cur_.wr_id;
-          out_.push({a, nullptr, 0, false});
+          answer({a, nullptr, 0, false});
         }
         break;
       case Frame::read_resp:
@@ -414,7 +423,7 @@ class TcpEp final : public Endpoint {
   PostedRecv recv_{};
   uint8_t* dst_ = nullptr;
   size_t remaining_ = 0;
-  bool discard_payload_ = false;
+  bool discard_payload_ = false, overflow_ = false;
   int err_code_ = 0;
   std::vector<uint8_t> discard_;
 };
