@@ -23,7 +23,12 @@ Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus, bool 
   for (int c : cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0) return Status(Errc::io, fmt::format("fork: {}", strerror(errno)));
+  if (pid < 0) {
+    int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return Status(Errc::io, fmt::format("fork: {}", strerror(err)));
+  }
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
