@@ -1,7 +1,8 @@
 #include "transport/ofi/ofi_info.hh"
 
+#include "core/netif.hh"
+
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
@@ -40,24 +41,7 @@ Result<InfoPtr> query(const std::string& provider, std::string* why) {
 }
 
 std::string interface_of(const std::string& ip) {
-  ifaddrs* ifs = nullptr;
-  if (getifaddrs(&ifs) != 0) return "";
-  std::string name;
-  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (i->ifa_addr->sa_family == AF_INET)
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-    else if (i->ifa_addr->sa_family == AF_INET6)
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, buf, sizeof buf);
-    else
-      continue;
-    if (ip == buf) {
-      name = i->ifa_name;
-      break;
-    }
-  }
-  freeifaddrs(ifs);
+  std::string name = interface_with_ip(ip).name;
   // Any 127/8 address lives on lo even when only 127.0.0.1 is listed.
   if (name.empty() && ip.rfind("127.", 0) == 0) name = "lo";
   return name;
