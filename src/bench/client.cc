@@ -14,6 +14,7 @@
 #include "bench/sizes.hh"
 #include "bench/spec_json.hh"
 #include "bench/worker.hh"
+#include "bench/worker_threads.hh"
 #include "report/progress.hh"
 #include "report/reporter.hh"
 
@@ -23,8 +24,11 @@ namespace {
 using nlohmann::json;
 
 Status from_peer(const json& msg, const char* expected) {
-  if (msg.value("type", "") == "error")
-    return {Errc(msg.value("code", int(Errc::internal))), "server: " + msg.value("message", std::string("(no message)"))};
+  if (msg.value("type", "") == "error") {
+    // A server that was stopped is a failed run here, not an interrupt of this process.
+    Errc code = Errc(msg.value("code", int(Errc::internal)));
+    return {code == Errc::interrupted ? Errc::io : code, "server: " + msg.value("message", std::string("(no message)"))};
+  }
   return {Errc::io, fmt::format("control protocol error: expected '{}', got '{}'", expected, msg.value("type", "?"))};
 }
 
@@ -184,24 +188,9 @@ class ClientRun {
     if (bidir) pc.release = &release;
     CpuTimes cpu_at_start;
     StartBarrier start(s_.threads, &pc.measure_tick, &clock_, &cpu_at_start);
-    std::vector<std::thread> threads;
-    threads.reserve(ts.size());
-    struct Joiner {  // every way out of this function stops and joins the threads
-      std::vector<std::thread>& threads;
-      std::atomic<bool>& release;
-      std::atomic<bool>& abort;
-      bool ok = false;
-      void join() {
-        release.store(true);
-        for (auto& th : threads)
-          if (th.joinable()) th.join();
-      }
-      ~Joiner() {
-        if (!ok) abort.store(true);
-        join();
-      }
-    } joiner{threads, release, abort};
-    for (auto& t : ts) threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
+    // Declared after everything the workers use, so it is destroyed (and joins them) first.
+    WorkerThreads workers(abort, release, worker_grace_s(s_.timeout_s, s_.eps_per_thread()));
+    for (auto& t : ts) workers.spawn(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
     auto first_failure = [&] {
       Status failure;
       for (auto& t : ts)
@@ -216,6 +205,11 @@ class ClientRun {
     double next_report = s_.report_interval;
     std::vector<HistogramSnapshot> last_snap(ts.size());
     std::vector<uint64_t> last_ops(ts.size(), 0), last_bytes(ts.size(), 0);
+    auto why_stopped = [&] {
+      if (!peer.is_ok()) return peer;
+      Status f = first_failure();
+      return f.is_ok() && interrupted ? Status(Errc::interrupted, "interrupted") : f;
+    };
     while (true) {
       bool all_done = true;
       for (auto& t : ts) all_done = all_done && t->done.load();
@@ -226,7 +220,9 @@ class ClientRun {
         cpu0_tick = started;
         if (peer.is_ok()) (void)ch_.send_json({{"type", "mark"}});
       }
-      if (all_done) break;
+      // Once told to stop, workers that do not finish are stuck in the transport: stop waiting for
+      // `done` and let the bounded join below deal with them.
+      if (all_done || abort.load()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (interrupt_.load() && !interrupted) {
         interrupted = true;
@@ -247,11 +243,12 @@ class ClientRun {
         }
       }
     }
-    if (!bidir) joiner.join();
+    const bool joined = !bidir || abort.load();  // a failed or interrupted --bidir phase stops here too
+    if (joined) workers.join(why_stopped());
     CpuTimes cpu1 = CpuTimes::now();
     uint64_t end_tick = clock_.now();
     if (!peer.is_ok()) return peer;
-    if (!bidir) {
+    if (joined) {
       Status failure = first_failure();
       if (!failure.is_ok()) return failure;
     }
@@ -273,11 +270,10 @@ class ClientRun {
     auto res = expect(ch_, "result", s_.timeout_s + 30, nullptr);
     if (!res) return res.status();
     if (bidir) {
-      joiner.join();
+      workers.join(why_stopped());
       Status failure = first_failure();
       if (!failure.is_ok()) return failure;
     }
-    joiner.ok = true;
 
     result = collect(ph, ts, clock_);
     if (res->contains("reverse")) {

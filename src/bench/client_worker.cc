@@ -91,8 +91,8 @@ class ClientLoop {
   }
 
   Status fail_cqe(const Lane& l, const Completion& c) {
-    return {Errc::io, fmt::format("thread {}: {} of {} B failed: {}", t_.index, transport::op_name(c.op), c.len,
-                                  l.ep->describe_error(c.err))};
+    std::string what = c.len ? fmt::format("{} of {} B", transport::op_name(c.op), c.len) : transport::op_name(c.op);
+    return {Errc::io, fmt::format("thread {}: {} failed: {}", t_.index, what, l.ep->describe_error(c.err))};
   }
   Status io_error(const Lane& l) { return {Errc::io, fmt::format("thread {}: {}", t_.index, l.ep->last_error())}; }
   Status stalled(uint64_t outstanding) {

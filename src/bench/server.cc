@@ -16,6 +16,8 @@
 #include "bench/session.hh"
 #include "bench/spec_json.hh"
 #include "bench/worker.hh"
+#include "bench/worker_threads.hh"
+#include "core/child_process.hh"
 #include "core/cpu_usage.hh"
 
 namespace rb::bench {
@@ -176,7 +178,6 @@ class ServeOne {
       st->area_off = ring_phase ? uint64_t(t) * ept * slots * align_up(ph.size) : 0;
       ts.push_back(std::move(st));
     }
-    std::vector<std::thread> threads;
     const uint64_t per_thread = s_.local_bytes_per_thread();
     // --bidir: instead of waiting passively, each thread streams the same op back at the client:
     // from its slice of our region to the start of its client thread's buffers.
@@ -196,33 +197,17 @@ class ServeOne {
       pc.release = &release;
       for (auto& t : ts) t->area_off = uint64_t(t->index) * slice;
     }
-    struct JoinAll {  // whatever way this function is left, no worker outlives it
-      std::vector<std::thread>& threads;
-      std::atomic<bool>& abort;
-      std::atomic<bool>& release;
-      ~JoinAll() {
-        abort.store(true);
-        release.store(true);
-        for (auto& th : threads)
-          if (th.joinable()) th.join();
-      }
-    } join_all{threads, abort, release};
-    threads.reserve(ts.size());
+    WorkerThreads workers(abort, release, worker_grace_s(s_.timeout_s, s_.eps_per_thread()));
     for (auto& t : ts) {
       if (bidir) {
-        threads.emplace_back(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
+        workers.spawn(run_client_thread, std::ref(*t), std::ref(pc), std::ref(start));
         continue;
       }
       int cpu = o_.cpus.empty() ? -1 : o_.cpus[size_t(t->index) % o_.cpus.size()];
       uint64_t echo = uint64_t(t->index) * per_thread + align_up(s_.local_area());
-      threads.emplace_back(run_server_thread, std::ref(*t), std::ref(pc), uint64_t(t->index) * gap, echo, slots, cpu);
+      workers.spawn(run_server_thread, std::ref(*t), std::ref(pc), uint64_t(t->index) * gap, echo, slots, cpu);
     }
-    auto stop_all = [&] {
-      abort.store(true);
-      release.store(true);
-      for (auto& th : threads)
-        if (th.joinable()) th.join();
-    };
+    auto stop_all = [&](const Status& why = Status(Errc::io, "the phase ended early")) { workers.stop_and_join(why); };
     Status st = ch_.send_json({{"type", "go"}});
     if (!st) {
       stop_all();
@@ -242,18 +227,18 @@ class ServeOne {
         if (worker_failure.is_ok()) worker_failure = Status(Errc::io, "the server's reverse stream stopped");
       }
       if (!worker_failure.is_ok()) {
-        stop_all();
+        stop_all(worker_failure);
         return reject(worker_failure);
       }
       if (stop_.load()) {
-        stop_all();
+        stop_all({Errc::interrupted, "server stopped"});
         return reject({Errc::interrupted, "server stopped"});
       }
       pollfd pf{ch_.fd(), POLLIN, 0};
       if (::poll(&pf, 1, 50) <= 0) continue;
       auto msg = ch_.recv_json(10, &stop_);
       if (!msg) {
-        stop_all();
+        stop_all(msg.status());
         return msg.status();
       }
       std::string type = msg->value("type", "");
@@ -277,7 +262,7 @@ class ServeOne {
     if (end.contains("coverage") && end["coverage"].is_boolean() && end["coverage"].get<bool>()) {
       auto b = ch_.recv_bytes(30, &stop_);
       if (!b) {
-        stop_all();
+        stop_all(b.status());
         return b.status();
       }
       cover = std::move(b.value());
@@ -356,13 +341,33 @@ Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop) {
     (void)!write(opt.ready_fd, port.data(), port.size());
     close(opt.ready_fd);
   }
+  // Each run is served by a child process: a run that ends badly (a worker stuck in a provider on
+  // a killed client's lock, a provider crash) takes the child with it, and this process goes on
+  // listening for the next client.
+  ChildOptions child;
+  child.in_child_first = [&] { close(l->fd()); };
   while (true) {
     auto ch = l->accept(&stop);
     if (!ch) return stop.load() ? Status{} : ch.status();
-    ServeOne one(*ch, opt, stop);
-    Status st = one.run();
-    if (!st && !opt.quiet) fmt::print(stderr, "rdmabench server: run ended with an error: {}\n", st.message());
-    if (opt.once) return st;
+    auto code = run_in_child(
+        [&](const std::atomic<bool>& child_stop) {
+          ServeOne one(*ch, opt, child_stop);
+          Status st = one.run();
+          if (!st && !opt.quiet) fmt::print(stderr, "rdmabench server: run ended with an error: {}\n", st.message());
+          return st.is_ok() ? 0 : st.code() == Errc::interrupted ? 130 : 1;
+        },
+        stop, child);
+    *ch = bootstrap::Channel();  // our copy of the client's connection: the child had it
+    if (!code) {
+      fmt::print(stderr, "rdmabench: error: {}\n", code.status().message());
+      return code.status();
+    }
+    if (*code > 128 && *code != 130)
+      fmt::print(stderr, "rdmabench server: the run's process died of signal {}\n", *code - 128);
+    if (opt.once || stop.load()) {
+      if (*code == 0) return {};
+      return *code == 130 ? Status(Errc::interrupted, "server stopped") : Status(Errc::io, "the run ended with an error");
+    }
   }
 }
 

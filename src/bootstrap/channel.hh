@@ -54,6 +54,7 @@ class Listener {
   ~Listener();
   static Result<Listener> listen(const HostPort& hp);
   uint16_t port() const { return port_; }
+  int fd() const { return fd_; }
   // Waits for a client; returns Errc::interrupted when `stop` is set.
   Result<Channel> accept(const std::atomic<bool>* stop);
 

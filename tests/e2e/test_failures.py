@@ -84,6 +84,34 @@ def test_killed_server_ends_the_run(rdmabench, free_port, provider, op, mode):
     assert "error" in err
 
 
+@pytest.mark.parametrize("transport", ["ofi:shm", "ofi:tcp", "tcp"])
+def test_server_outlives_a_killed_client(rdmabench, free_port, transport):
+    """A client killed mid-run costs the server that run only: each run is served by a child process,
+    so even a worker stuck on a lock the dead client held (ofi:shm) ends with that child."""
+    server = subprocess.Popen([rdmabench, "--server", "--addr", f"127.0.0.1:{free_port}", "--timeout", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        client = subprocess.Popen([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", transport, "--op", "write",
+                                   "--duration", "30", "--timeout", "2"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        client.kill()
+        client.wait()
+        second = run([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", transport, "--op", "write",
+                      "--duration", "1", "--warmup", "0.2s", "--timeout", "2", "--validate"], timeout=30)
+        assert second.returncode == 0, second.stderr
+        assert "write" in second.stdout
+        assert server.poll() is None
+    finally:
+        server.terminate()
+        out, err = server.communicate(timeout=15)
+    assert server.returncode == 0, err
+    assert err.count("run from 127.0.0.1") == 2
+    # the killed client's run, reported by the server: an error, or the stuck worker that ended its child
+    assert "run ended with an error" in err or "still inside the transport" in err
+
+
 def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
     out = tmp_path / "r.jsonl"
     client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],

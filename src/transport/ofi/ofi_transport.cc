@@ -185,7 +185,9 @@ class OfiEp final : public Endpoint {
       if (ctx) ctx->posted_recv = false;
       if (outstanding_) --outstanding_;
       const char* prov = fi_cq_strerror(cq_, e.prov_errno, e.err_data, nullptr, 0);
-      err_ = fmt::format("{} ({})", fi_strerror(e.err), prov ? prov : "");
+      // Providers often repeat the generic text as their own: say it once.
+      if (prov && *prov && std::strcmp(prov, fi_strerror(e.err)) != 0) err_ = fmt::format("{} (provider: {})", fi_strerror(e.err), prov);
+      else err_ = fi_strerror(e.err);
       out[0] = {ctx ? ctx->wr_id : 0, ctx ? ctx->op : Op::write, ctx ? ctx->len : 0, e.err ? e.err : FI_EOTHER};
       return 1;
     }
@@ -193,7 +195,7 @@ class OfiEp final : public Endpoint {
     return -1;
   }
 
-  std::string describe_error(int err) const override { return fmt::format("{}: {}", fi_strerror(err), err_); }
+  std::string describe_error(int err) const override { return err_.empty() ? std::string(fi_strerror(err)) : err_; }
   const std::string& last_error() const override { return err_; }
 
  private:
