@@ -83,7 +83,9 @@ long FrameReader::fill() {
     tail_ -= head_;
     head_ = 0;
   }
-  ssize_t r = recv(fd_, buf_.data() + tail_, buf_.size() - tail_, MSG_DONTWAIT);
+  size_t room = buf_.size() - tail_;
+  ssize_t r = recv(fd_, buf_.data() + tail_, room, MSG_DONTWAIT);
+  drained_ = r < ssize_t(room);
   if (r == 0) return -1;
   if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
   tail_ += size_t(r);
@@ -102,6 +104,7 @@ long FrameReader::read_into(uint8_t* dst, size_t n) {
   size_t want = n - got;
   if (want >= kDirectRead) {
     ssize_t r = recv(fd_, dst + got, want, MSG_DONTWAIT);
+    drained_ = r < ssize_t(want);
     if (r == 0) return -1;
     if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? long(got) : -1;
     return long(got + size_t(r));

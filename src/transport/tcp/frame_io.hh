@@ -57,11 +57,15 @@ class FrameReader {
   // Receives up to n payload bytes into dst: first from staging, then straight from the
   // socket. Returns bytes delivered (0 = would block), -1 on close or error.
   long read_into(uint8_t* dst, size_t n);
+  // True when the last recv got less than it asked for: the socket had nothing more queued, so
+  // asking again at once would most likely be a syscall for nothing (on a ping-pong's critical path).
+  bool drained() const { return drained_; }
 
  private:
   int fd_ = -1;
   std::vector<uint8_t> buf_;
   size_t head_ = 0, tail_ = 0;
+  bool drained_ = false;
 };
 
 }  // namespace rb::transport::tcp
