@@ -16,17 +16,25 @@ shared 2-core machine; the ratios, measured side by side in one run, are what to
 
 
 def replace_section(results, heading, text):
+    """The section keeps its place in the file; a new one goes at the end."""
     path = Path(results)
     lines = path.read_text().splitlines(keepends=True) if path.exists() else TITLE.splitlines(keepends=True)
-    kept, skip = [], False
+    if not text.startswith(heading):
+        text = heading.strip() + "\n\n" + text
+    section = text.rstrip("\n") + "\n\n"
+    out, skip, placed = [], False, False
     for line in lines:
         if line.startswith("## "):
             skip = line.strip() == heading.strip()
+            if skip and not placed:
+                out.append(section)
+                placed = True
         if not skip:
-            kept.append(line)
-    if not text.startswith(heading):
-        text = heading.strip() + "\n\n" + text
-    path.write_text("".join(kept).rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+            out.append(line)
+    body = "".join(out).rstrip("\n") + "\n"
+    if not placed:
+        body += "\n" + section.rstrip("\n") + "\n"
+    path.write_text(body)
 
 
 if __name__ == "__main__":
