@@ -68,8 +68,8 @@ void TableReporter::print_group_header(const bench::Phase& p) {
   } else {
     fmt::print(out_, "\n{} lat ({})\n", transport::op_name(p.op),
                std::string(kind) == "round_trip" ? "round trip" : "one way = half the ping-pong round trip");
-    fmt::print(out_, "{:>8} {:>10} {:>9} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "bytes", "iters", "min[us]",
-               "p50[us]", "avg[us]", "p99[us]", "p99.9[us]", "p99.99", "max[us]", "stdev");
+    fmt::print(out_, "{:>8} {:>10} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10}\n", "bytes", "iters", "min[us]",
+               "p50[us]", "avg[us]", "p99[us]", "p99.9[us]", "p99.99[us]", "max[us]", "stdev[us]");
   }
 }
 
@@ -92,7 +92,7 @@ void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
                stat(rs, [](auto& x) { return x.lat.p99; }).mean, stat(rs, [](auto& x) { return x.lat.max; }).mean, flag);
   } else {
     auto m = [&](auto f) { return stat(rs, f).mean; };
-    fmt::print(out_, "{:>8} {:>10} {:>9.2f} {:>12} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}{}\n", size, iters,
+    fmt::print(out_, "{:>8} {:>10} {:>10.2f} {:>12} {:>10.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>10.2f} {:>10.2f}{}\n", size, iters,
                m([](auto& x) { return x.lat.min; }), cell(stat(rs, [](auto& x) { return x.lat.p50; }), n, "{:.2f}"),
                m([](auto& x) { return x.lat.avg; }), m([](auto& x) { return x.lat.p99; }),
                m([](auto& x) { return x.lat.p999; }), m([](auto& x) { return x.lat.p9999; }),
