@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "bench/spec_json.hh"
 #include "bench/worker.hh"
 #include "bench/worker_threads.hh"
+#include "core/exit_watchdog.hh"
 #include "report/progress.hh"
 #include "report/reporter.hh"
 
@@ -205,10 +207,12 @@ class ClientRun {
     double next_report = s_.report_interval;
     std::vector<HistogramSnapshot> last_snap(ts.size());
     std::vector<uint64_t> last_ops(ts.size(), 0), last_bytes(ts.size(), 0);
+    // Asked only when a worker is stuck: reads the status of workers that returned, nothing else.
     auto why_stopped = [&] {
       if (!peer.is_ok()) return peer;
-      Status f = first_failure();
-      return f.is_ok() && interrupted ? Status(Errc::interrupted, "interrupted") : f;
+      for (size_t i = 0; i < ts.size(); ++i)
+        if (workers.returned(i) && !ts[i]->status && ts[i]->status.code() != Errc::interrupted) return ts[i]->status;
+      return interrupted ? Status(Errc::interrupted, "interrupted") : Status{};
     };
     while (true) {
       bool all_done = true;
@@ -244,13 +248,19 @@ class ClientRun {
       }
     }
     const bool joined = !bidir || abort.load();  // a failed or interrupted --bidir phase stops here too
-    if (joined) workers.join(why_stopped());
+    if (joined) workers.join(why_stopped);
     CpuTimes cpu1 = CpuTimes::now();
     uint64_t end_tick = clock_.now();
     if (!peer.is_ok()) return peer;
     if (joined) {
       Status failure = first_failure();
-      if (!failure.is_ok()) return failure;
+      if (!failure.is_ok()) {
+        // A server that failed says why before it closes: its reason beats our view of the symptom
+        // (say, the connection closing under a worker).
+        auto m = ch_.recv_json(0.5, nullptr);
+        if (m && m->value("type", "") == "error") return from_peer(*m, "result");
+        return failure;
+      }
     }
 
     json sent = json::array();  // per endpoint, warm-up included: what the server must have seen
@@ -270,7 +280,7 @@ class ClientRun {
     auto res = expect(ch_, "result", s_.timeout_s + 30, nullptr);
     if (!res) return res.status();
     if (bidir) {
-      workers.join(why_stopped());
+      workers.join(why_stopped);
       Status failure = first_failure();
       if (!failure.is_ok()) return failure;
     }
@@ -334,8 +344,16 @@ class ClientRun {
 }  // namespace
 
 Status run_client(const RunSpec& spec, const ClientOptions& opt, const std::atomic<bool>& interrupt) {
+  // Closing a transport is quick unless a provider blocks on a peer that died holding a lock.
+  constexpr double kCloseLimitS = 15;
+  std::optional<ExitWatchdog> closing;  // outlives `run`, so it watches its transport close
   ClientRun run(spec, opt, interrupt);
-  return run.run();
+  Status st = run.run();
+  closing.emplace(kCloseLimitS,
+                  fmt::format("rdmabench: error: {}closing the transport took over {:.0f} s; exiting",
+                              st.is_ok() ? "" : st.message() + "; ", kCloseLimitS),
+                  st.code() == Errc::interrupted ? 130 : 1);
+  return st;
 }
 
 }  // namespace rb::bench

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "bench/worker.hh"
 #include "bench/worker_threads.hh"
 #include "core/child_process.hh"
+#include "core/exit_watchdog.hh"
 #include "core/cpu_usage.hh"
 
 namespace rb::bench {
@@ -207,7 +209,9 @@ class ServeOne {
       uint64_t echo = uint64_t(t->index) * per_thread + align_up(s_.local_area());
       workers.spawn(run_server_thread, std::ref(*t), std::ref(pc), uint64_t(t->index) * gap, echo, slots, cpu);
     }
-    auto stop_all = [&](const Status& why = Status(Errc::io, "the phase ended early")) { workers.stop_and_join(why); };
+    auto stop_all = [&](const Status& why = Status(Errc::io, "the phase ended early")) {
+      workers.stop_and_join([&] { return why; });
+    };
     Status st = ch_.send_json({{"type", "go"}});
     if (!st) {
       stop_all();
@@ -329,6 +333,9 @@ class ServeOne {
 
 }  // namespace
 
+// Closing a transport is quick unless a provider blocks on a peer that died holding a lock.
+constexpr double kCloseLimitS = 15;
+
 Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop) {
   auto l = bootstrap::Listener::listen(opt.listen);
   if (!l) {
@@ -351,10 +358,17 @@ Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop) {
     if (!ch) return stop.load() ? Status{} : ch.status();
     auto code = run_in_child(
         [&](const std::atomic<bool>& child_stop) {
+          std::optional<ExitWatchdog> closing;  // outlives `one`, so it watches its transport close
           ServeOne one(*ch, opt, child_stop);
           Status st = one.run();
           if (!st && !opt.quiet) fmt::print(stderr, "rdmabench server: run ended with an error: {}\n", st.message());
-          return st.is_ok() ? 0 : st.code() == Errc::interrupted ? 130 : 1;
+          int code = st.is_ok() ? 0 : st.code() == Errc::interrupted ? 130 : 1;
+          closing.emplace(kCloseLimitS,
+                          fmt::format("rdmabench server: closing the transport after this run took over {:.0f} s; "
+                                      "ending the run's process",
+                                      kCloseLimitS),
+                          code ? code : 1);
+          return code;
         },
         stop, child);
     *ch = bootstrap::Channel();  // our copy of the client's connection: the child had it

@@ -8,12 +8,13 @@
 
 namespace rb::bench {
 
-void WorkerThreads::join_within(const Status& cause) {
+void WorkerThreads::join_within(const Cause& why) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s_);
   while (!all_returned() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (!all_returned()) {
-    size_t stuck = threads_.size() - returned_.load();
+    size_t stuck = threads_.size() - count_.load();
+    Status cause = why ? why() : Status{};
     std::fflush(stdout);
     fmt::print(stderr,
                "rdmabench: error: {}{}{} worker thread(s) still inside the transport {:.0f} s after being told to stop "

@@ -20,6 +20,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// No delay for the small control frames, and keepalive probes so that a peer whose host vanished
+// (no FIN, no RST) fails a wait on this channel within about 25 s instead of never.
+void tune_control_socket(int fd) {
+  int one = 1, idle = 10, interval = 5, probes = 3;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+}
+
 std::string sockaddr_ip(const sockaddr_storage& ss) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (ss.ss_family == AF_INET)
@@ -104,8 +115,7 @@ Result<Channel> Channel::connect(const HostPort& hp, double timeout_s) {
                                 " (is `rdmabench --server` running there?)"));
       continue;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    tune_control_socket(fd);
     freeaddrinfo(res);
     return ch;
   }
@@ -244,8 +254,7 @@ Result<Channel> Listener::accept(const std::atomic<bool>* stop) {
     if (pr <= 0) continue;
     int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    tune_control_socket(fd);
     return Channel(fd);
   }
   return Status(Errc::interrupted, "server stopped");

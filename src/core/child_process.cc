@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include <fmt/core.h>
@@ -24,15 +25,32 @@ namespace {
   // Only the forking thread exists in the child: the parent's signal thread is not here, so the
   // child takes its own SIGINT/SIGTERM (still blocked, inherited) with a thread of its own.
   auto* stop = new std::atomic<bool>(false);  // never freed: the child ends in _Exit, not by returning
-  std::thread([stop] {
+  const double grace = opt.child_grace_s;
+  std::thread([stop, grace] {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     int sig = 0;
-    while (sigwait(&set, &sig) == 0) stop->store(true);
+    while (sigwait(&set, &sig) != 0) {
+    }
+    stop->store(true);
+    // The work should now wind down on its own; if it is stuck (a provider call that never
+    // returns), the grace ends the child anyway. Further signals change nothing: a Ctrl-C reaches
+    // the child twice (from the terminal, and forwarded by the parent).
+    std::this_thread::sleep_for(std::chrono::duration<double>(grace));
+    fmt::print(stderr, "rdmabench: this run's process did not end within {:g} s of being stopped; exiting\n", grace);
+    std::fflush(stderr);
+    std::_Exit(130);
   }).detach();
-  int code = body(*stop);
+  int code = 1;
+  try {
+    code = body(*stop);
+  } catch (const std::exception& e) {  // must not unwind into the parent's frames, copied here
+    fmt::print(stderr, "rdmabench: internal error in a run's process: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "rdmabench: internal error in a run's process\n");
+  }
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(code);

@@ -12,7 +12,10 @@ namespace rb {
 struct ChildOptions {
   // Run in the child before `body`: drop what the child must not hold (a listening socket).
   std::function<void()> in_child_first;
-  // After `stop` is forwarded as SIGTERM, the child gets this long to exit before SIGKILL.
+  // Once stopped (SIGINT/SIGTERM, or its parent died), the child ends itself this long after,
+  // whatever it is doing.
+  double child_grace_s = 30;
+  // After `stop` is forwarded as SIGTERM, the parent SIGKILLs a child still there this long after.
   double grace_s = 60;
 };
 

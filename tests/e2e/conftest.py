@@ -25,3 +25,14 @@ def free_port():
 
 def run(cmd, timeout=120, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def wait_for_text(path, text, timeout=20.0):
+    """Waits until the file at `path` (a process's redirected output) contains `text`."""
+    import time
+    end = time.time() + timeout
+    while time.time() < end:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} did not appear in {path} within {timeout} s: {path.read_text(errors='replace')!r}")

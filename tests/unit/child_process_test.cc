@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 namespace rb {
@@ -66,6 +67,7 @@ TEST(ChildProcess, AChildThatIgnoresStopIsKilledAfterTheGrace) {
   std::atomic<bool> stop{true};
   ChildOptions opt;
   opt.grace_s = 0.2;
+  opt.child_grace_s = 30;  // the parent's SIGKILL comes first
   auto t0 = std::chrono::steady_clock::now();
   auto r = run_in_child(
       [](const std::atomic<bool>&) {
@@ -76,6 +78,29 @@ TEST(ChildProcess, AChildThatIgnoresStopIsKilledAfterTheGrace) {
   ASSERT_TRUE(bool(r));
   EXPECT_EQ(*r, 128 + SIGKILL);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST(ChildProcess, AStoppedChildThatIsStuckEndsItself) {
+  BlockStopSignals blocked;
+  std::atomic<bool> stop{true};
+  ChildOptions opt;
+  opt.child_grace_s = 0.2;
+  auto r = run_in_child(
+      [](const std::atomic<bool>&) {
+        while (true) pause();  // stuck: never looks at its stop flag
+        return 0;
+      },
+      stop, opt);
+  ASSERT_TRUE(bool(r));
+  EXPECT_EQ(*r, 130);
+}
+
+TEST(ChildProcess, AnExceptionEndsTheChildNotTheCaller) {
+  BlockStopSignals blocked;
+  std::atomic<bool> stop{false};
+  auto r = run_in_child([](const std::atomic<bool>&) -> int { throw std::runtime_error("boom"); }, stop);
+  ASSERT_TRUE(bool(r));
+  EXPECT_EQ(*r, 1);
 }
 
 TEST(ChildProcess, InChildFirstRunsOnlyInTheChild) {

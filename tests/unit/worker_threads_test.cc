@@ -21,7 +21,7 @@ TEST(WorkerThreads, JoinWaitsForWorkersThatStopWhenReleased) {
         finished.fetch_add(1);
       });
     EXPECT_FALSE(w.all_returned());
-    w.join(Status{});
+    w.join(nullptr);
     EXPECT_TRUE(w.all_returned());
     EXPECT_FALSE(abort.load());  // a plain join lets them finish: it does not abort them
   }
@@ -49,10 +49,25 @@ TEST(WorkerThreadsDeathTest, AWorkerThatNeverReturnsEndsTheProcessWithTheCause) 
     w.spawn([] {  // stands for a provider spinning on a dead peer's lock: it ignores every flag
       while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
     });
-    w.stop_and_join(Status(Errc::io, "peer 10.0.0.2 closed the control connection"));
+    w.stop_and_join([] { return Status(Errc::io, "peer 10.0.0.2 closed the control connection"); });
   };
   EXPECT_EXIT(stuck_run(), ::testing::ExitedWithCode(1),
               "peer 10.0.0.2 closed the control connection; 1 worker thread\\(s\\) still inside the transport");
+}
+
+TEST(WorkerThreads, ReturnedTellsWhichWorkersAreDone) {
+  std::atomic<bool> abort{false}, release{false}, second_may_go{false};
+  WorkerThreads w(abort, release, 5.0);
+  w.spawn([] {});
+  w.spawn([&] {
+    while (!second_may_go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!w.returned(0)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(w.returned(1));
+  EXPECT_FALSE(w.all_returned());
+  second_may_go.store(true);
+  w.join(nullptr);
+  EXPECT_TRUE(w.returned(1));
 }
 
 TEST(WorkerThreads, GraceCoversEveryEndpointsCleanup) {

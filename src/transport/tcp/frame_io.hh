@@ -57,9 +57,11 @@ class FrameReader {
   // Receives up to n payload bytes into dst: first from staging, then straight from the
   // socket. Returns bytes delivered (0 = would block), -1 on close or error.
   long read_into(uint8_t* dst, size_t n);
-  // True when the last recv got less than it asked for: the socket had nothing more queued, so
-  // asking again at once would most likely be a syscall for nothing (on a ping-pong's critical path).
+  // True when a recv since new_poll() got less than it asked for: the socket had nothing more
+  // queued, so asking again at once would most likely be a syscall for nothing (on a ping-pong's
+  // critical path).
   bool drained() const { return drained_; }
+  void new_poll() { drained_ = false; }
 
  private:
   int fd_ = -1;

@@ -291,11 +291,10 @@ class TcpEp final : public Endpoint {
   // answers to ours (read data, acks, errors).
   bool receive() {
     if (fd_ < 0) return true;
-    bool asked = false;  // a recv in this call already found the socket drained
+    reader_.new_poll();
     for (int frames = 0; frames < 256; ++frames) {
-      if (asked && reader_.drained() && reader_.available() == 0) break;
+      if (reader_.drained() && reader_.available() == 0) break;
       if (remaining_) {
-        asked = reader_.available() < remaining_ || asked;
         size_t want = discard_payload_ ? std::min(remaining_, discard_.size()) : remaining_;
         long r = reader_.read_into(dst_, want);
         if (r < 0) return fail("tcp: the peer closed the connection");
@@ -306,8 +305,7 @@ class TcpEp final : public Endpoint {
         continue;
       }
       if (reader_.available() < sizeof(Header)) {
-        if (asked && reader_.drained()) break;
-        asked = true;
+        if (reader_.drained()) break;
         long f = reader_.fill();
         if (f < 0) return fail("tcp: the peer closed the connection");
         if (reader_.available() < sizeof(Header)) break;
