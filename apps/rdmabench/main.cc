@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
@@ -33,7 +34,7 @@ class SignalWatcher {
         if (sig == SIGINT || sig == SIGTERM) {
           if (stop_.exchange(true)) {
             fmt::print(stderr, "\nrdmabench: second interrupt, exiting now\n");
-            _exit(130);
+            std::quick_exit(130);  // at_quick_exit hooks still remove our shm names
           }
         }
       }

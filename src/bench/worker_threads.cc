@@ -21,7 +21,7 @@ void WorkerThreads::join_within(const Cause& why) {
                "(the provider is waiting on a peer that is gone); exiting without cleanup\n",
                cause.is_ok() ? "" : cause.message(), cause.is_ok() ? "" : "; ", stuck, grace_s_);
     std::fflush(stderr);
-    std::_Exit(1);
+    std::quick_exit(1);  // no destructors (a worker still uses them); at_quick_exit hooks only
   }
   for (auto& th : threads_)
     if (th.joinable()) th.join();

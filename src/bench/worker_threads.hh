@@ -60,7 +60,7 @@ class WorkerThreads {
 
  private:
   // A worker that has not returned `grace_s` after this call is stuck inside the transport: the
-  // process then reports the cause and that, and exits with status 1 (it does not return).
+  // process then reports the cause and that, and exits with status 1 through std::quick_exit (it does not return).
   void join_within(const Cause& cause);
 
   std::atomic<bool>& abort_;

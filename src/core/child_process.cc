@@ -24,7 +24,7 @@ namespace {
   if (opt.in_child_first) opt.in_child_first();
   // Only the forking thread exists in the child: the parent's signal thread is not here, so the
   // child takes its own SIGINT/SIGTERM (still blocked, inherited) with a thread of its own.
-  auto* stop = new std::atomic<bool>(false);  // never freed: the child ends in _Exit, not by returning
+  auto* stop = new std::atomic<bool>(false);  // never freed: the child never returns, it exits
   const double grace = opt.child_grace_s;
   std::thread([stop, grace] {
     sigset_t set;
@@ -41,7 +41,7 @@ namespace {
     std::this_thread::sleep_for(std::chrono::duration<double>(grace));
     fmt::print(stderr, "rdmabench: this run's process did not end within {:g} s of being stopped; exiting\n", grace);
     std::fflush(stderr);
-    std::_Exit(130);
+    std::quick_exit(130);  // no destructors (the work may still be running); at_quick_exit hooks only
   }).detach();
   int code = 1;
   try {

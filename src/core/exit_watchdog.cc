@@ -15,7 +15,7 @@ ExitWatchdog::ExitWatchdog(double seconds, std::string message, int code) {
     std::fflush(stdout);
     fmt::print(stderr, "{}\n", message);
     std::fflush(stderr);
-    std::_Exit(code);
+    std::quick_exit(code);  // no destructors (the watched code still runs); at_quick_exit hooks only
   });
 }
 

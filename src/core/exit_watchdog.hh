@@ -10,7 +10,7 @@ namespace rb {
 
 class ExitWatchdog {
  public:
-  // Unless destroyed within `seconds`, prints `message` (one line, on stderr) and _Exits with `code`.
+  // Unless destroyed within `seconds`, prints `message` (one line, on stderr) and ends the process with std::quick_exit(code).
   ExitWatchdog(double seconds, std::string message, int code);
   ~ExitWatchdog();
   ExitWatchdog(const ExitWatchdog&) = delete;

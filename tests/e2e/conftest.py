@@ -36,3 +36,19 @@ def wait_for_text(path, text, timeout=20.0):
             return
         time.sleep(0.05)
     raise AssertionError(f"{text!r} did not appear in {path} within {timeout} s: {path.read_text(errors='replace')!r}")
+
+
+def remove_dead_shm_names():
+    """Processes a test SIGKILLs cannot close their libfabric shm regions (/dev/shm/<pid>:...):
+    remove those of dead pids so the suite leaves no 16 MiB leftovers behind."""
+    shm = Path("/dev/shm")
+    for p in shm.glob("*:*:*"):
+        pid = p.name.split(":", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            p.unlink(missing_ok=True)
+        except PermissionError:
+            pass

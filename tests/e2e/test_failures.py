@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import run, wait_for_text
+from conftest import remove_dead_shm_names, run, wait_for_text
 
 
 @pytest.mark.parametrize("args,flag", [
@@ -85,6 +85,7 @@ def test_killed_server_ends_the_run(rdmabench, free_port, tmp_path, provider, op
     server.wait()
     t0 = time.time()
     out, err = client.communicate(timeout=15)
+    remove_dead_shm_names()
     assert client.returncode == 1
     assert time.time() - t0 < 10
     assert "error" in err
@@ -106,6 +107,7 @@ def test_server_outlives_a_killed_client(rdmabench, free_port, tmp_path, transpo
         time.sleep(1.0)  # into the measurement
         client.kill()
         client.wait()
+        remove_dead_shm_names()
         second = run([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", transport, "--op", "write",
                       "--duration", "1", "--warmup", "0.2s", "--timeout", "2", "--validate"], timeout=60)
         assert second.returncode == 0, second.stderr

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "transport/ofi/ofi_info.hh"
+#include "transport/ofi/shm_names.hh"
 
 namespace rb::transport::ofi {
 namespace {
@@ -320,6 +321,7 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
                                 infos->get()->fabric_attr->prov_name, iface, opt.local_ip, domain_names(infos->get())));
     if (!chosen) chosen = infos->get();
   }
+  if (std::string_view(chosen->fabric_attr->prov_name).starts_with("shm")) prepare_shm_names();
   auto f = std::make_shared<Fabric>();
   f->info.reset(fi_dupinfo(chosen));
   int rc = fi_fabric(f->info->fabric_attr, &f->fabric, nullptr);
