@@ -101,7 +101,7 @@ TransportEntry registry_entry() {
   e.options_help = "-o nodelay=0|1 (default 1), -o sndbuf=BYTES, -o rcvbuf=BYTES (default: the kernel's)";
   e.open = [](const TransportOptions& o) { return open_domain(o); };
   e.probe = [] {
-    return std::vector<Availability>{{"tcp", true, "one connection per thread and direction; TCP_NODELAY on by default"}};
+    return std::vector<Availability>{{"tcp", true, "one connection per endpoint pair, both directions on it; TCP_NODELAY on by default"}};
   };
   return e;
 }
