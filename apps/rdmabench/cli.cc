@@ -118,7 +118,8 @@ void define_flags(CLI::App& app, Command& cmd, Raw& r) {
   app.add_option("--signal", s.signal, "request one completion every N ops")->capture_default_str()->group(g_run);
   app.add_option("--repeat", s.repeat, "run every measurement N times; the table shows mean±stdev")
       ->capture_default_str()->group(g_run);
-  app.add_option("--timeout", s.timeout_s, "seconds without progress before a run fails")->capture_default_str()->group(g_run);
+  app.add_option("--timeout", s.timeout_s, "seconds without progress before a run fails; a server drops a connection "
+                                           "silent this long before its hello")->capture_default_str()->group(g_run);
   app.add_option("--seed", s.seed, "seed of random targets and data patterns")->group(g_run);
 
   auto* g_addr = "Addressing (write/read)";
@@ -135,8 +136,8 @@ void define_flags(CLI::App& app, Command& cmd, Raw& r) {
   app.add_flag("--validate", s.validate, "check every byte moved against a pattern; a mismatch fails the run")->group(g_out);
   app.add_option("--report-interval", s.report_interval, "print live lines every N seconds (per thread and total)")->group(g_out);
   app.add_flag("--cpu-util", s.cpu_util, "report user+sys CPU of each side over the measured window")->group(g_out);
-  app.add_option("--json", cmd.client.json_path, "append one JSON object per measurement (JSON Lines)")->group(g_out);
-  app.add_option("--csv", cmd.client.csv_path, "append one CSV row per measurement")->group(g_out);
+  app.add_option("--json", cmd.output.json, "append one JSON object per measurement (JSON Lines)")->group(g_out);
+  app.add_option("--csv", cmd.output.csv, "append one CSV row per measurement")->group(g_out);
   app.add_flag("-q,--quiet", cmd.server.quiet, "server: no log lines")->group(g_out);
 }
 
@@ -326,6 +327,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
     cmd.server.domains = s.domains;
     cmd.server.cpus = s.cpus;
     cmd.server.ready_fd = ready_fd;
+    cmd.server.hello_timeout_s = s.timeout_s;
     return cmd;
   }
   if (cmd.server.once) return Status(Errc::invalid_argument, "--once applies to --server only");

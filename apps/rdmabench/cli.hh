@@ -7,6 +7,7 @@
 #include "bench/client.hh"
 #include "bench/server.hh"
 #include "bench/spec.hh"
+#include "report/report_sink.hh"
 
 namespace rb::app {
 
@@ -23,6 +24,7 @@ struct Command {
   enum class Kind { client, server, loopback, list, version, help, job } kind = Kind::loopback;
   bench::RunSpec spec;
   bench::ClientOptions client;
+  report::OutputPaths output;
   bench::ServerOptions server;
   std::vector<int> server_cpus;  // --loopback: pins the child server
   std::string help;

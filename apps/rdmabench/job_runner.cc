@@ -101,8 +101,14 @@ Status run_job(const Job& job, const std::atomic<bool>& stop) {
       cmd.client.server = {"127.0.0.1", child->port()};
     }
     std::remove(partial.c_str());
-    cmd.client.json_path = partial;
-    Status st = bench::run_client(cmd.spec, cmd.client, stop);
+    cmd.output.json = partial;
+    auto sink = report::ReportSink::open(cmd.output);
+    if (!sink) {
+      end = sink.status();
+      break;
+    }
+    Status st = bench::run_client(cmd.spec, cmd.client, **sink, stop);
+    sink->reset();  // closes the partial file before its lines are moved
     // Partial results of an interrupted or failed run are kept too, as a single run keeps them.
     auto moved = move_results(partial, job.json_path, job, i);
     if (!moved) {

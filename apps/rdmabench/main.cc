@@ -95,12 +95,15 @@ int main(int argc, char** argv) {
     rb::Status st = rb::bench::run_server(cmd->server, signals.stop());
     return st.is_ok() ? 0 : st.code() == rb::Errc::interrupted ? 130 : 1;
   }
-  if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, signals.stop()));
+  // Output files are opened before anything starts: an unwritable path is an error up front.
+  auto sink = rb::report::ReportSink::open(cmd->output);
+  if (!sink) return exit_code(sink.status());
+  if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop()));
 
   auto child = rb::app::LoopbackServer::start(cmd->server_cpus);
   if (!child) return exit_code(child.status());
   cmd->client.server = {"127.0.0.1", child->port()};
-  rb::Status st = rb::bench::run_client(cmd->spec, cmd->client, signals.stop());
+  rb::Status st = rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop());
   child->finish(st.is_ok() ? 5 : 1);
   return exit_code(st);
 }

@@ -1,9 +1,9 @@
 #pragma once
 // The client side of a run: connects, hands the run description to the server, runs every
-// phase (op x mode x size x repeat) and reports each one.
+// phase (op x mode x size x repeat) and hands each one's figures to a ResultSink.
 #include <atomic>
-#include <string>
 
+#include "bench/sink.hh"
 #include "bench/spec.hh"
 #include "bootstrap/channel.hh"
 
@@ -11,10 +11,8 @@ namespace rb::bench {
 
 struct ClientOptions {
   bootstrap::HostPort server;
-  std::string json_path, csv_path;
-  double connect_timeout_s = 5;
 };
 
-Status run_client(const RunSpec& spec, const ClientOptions& opt, const std::atomic<bool>& interrupt);
+Status run_client(const RunSpec& spec, const ClientOptions& opt, ResultSink& sink, const std::atomic<bool>& interrupt);
 
 }  // namespace rb::bench

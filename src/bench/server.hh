@@ -1,6 +1,6 @@
 #pragma once
-// The server side: waits for clients, adopts each one's run description and serves its
-// phases, one client after another, until stopped (or after one run with `once`).
+// The server side: waits for clients and serves each one's run in a process of its own, several
+// at once, until stopped (or after one run with `once`).
 #include <atomic>
 #include <string>
 #include <vector>
@@ -18,6 +18,8 @@ struct ServerOptions {
   bool once = false;
   int ready_fd = -1;       // write "PORT\n" here once listening (used by --loopback)
   bool quiet = false;
+  double hello_timeout_s = 10;  // a connection silent this long before its hello is dropped
+  size_t max_runs = 64;         // runs served at once; a client beyond them is told the server is busy
 };
 
 Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop);

@@ -6,6 +6,10 @@
 
 namespace rb::bench {
 
+transport::TransportOptions transport_options(const RunSpec& s, const std::string& domain, const std::string& local_ip) {
+  return {s.provider, domain, local_ip, s.validate, s.transport_opts};
+}
+
 Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
                                               uint64_t bytes, uint32_t rx_slots) {
   const auto* entry = transport::find_transport(s.transport);
@@ -46,69 +50,32 @@ Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vecto
   return session;
 }
 
-std::string to_hex(const std::vector<uint8_t>& b) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
-}
-
-Result<std::vector<uint8_t>> from_hex(const std::string& s) {
-  if (s.size() % 2) return Status(Errc::io, "control protocol error: odd hex string");
-  std::vector<uint8_t> b(s.size() / 2);
-  for (size_t i = 0; i < b.size(); ++i) {
-    unsigned v;
-    if (std::sscanf(s.c_str() + 2 * i, "%2x", &v) != 1) return Status(Errc::io, "control protocol error: bad hex");
-    b[i] = uint8_t(v);
-  }
-  return b;
-}
-
-nlohmann::json region_json(const transport::RemoteRegion& r) {
-  return {{"base", r.base}, {"key", r.key}, {"len", r.len}, {"handle", to_hex(r.handle)}};
-}
-
-transport::RemoteRegion region_from_json(const nlohmann::json& j) {
-  transport::RemoteRegion r{j.at("base").get<uint64_t>(), j.at("key").get<uint64_t>(), j.at("len").get<uint64_t>(), {}};
-  auto h = from_hex(j.value("handle", std::string()));
-  if (h) r.handle = std::move(h.value());
-  return r;
-}
-
-nlohmann::json info_json(const transport::DomainInfo& i) {
-  return {{"transport", i.transport}, {"provider", i.provider}, {"fabric", i.fabric}, {"domain", i.domain},
-          {"library_version", i.library_version}};
-}
-
-nlohmann::json endpoint_addresses(const Session& s) {
-  nlohmann::json a = nlohmann::json::array();
-  for (auto& ep : s.eps) a.push_back(to_hex(ep->address()));
+std::vector<std::vector<uint8_t>> endpoint_addresses(const Session& s) {
+  std::vector<std::vector<uint8_t>> a;
+  for (auto& ep : s.eps) a.push_back(ep->address());
   return a;
 }
 
-nlohmann::json regions_json(const Session& s) {
-  nlohmann::json a = nlohmann::json::array();
-  for (auto& mr : s.mrs) a.push_back(region_json(mr->remote()));
+std::vector<transport::RemoteRegion> regions_of(const Session& s) {
+  std::vector<transport::RemoteRegion> a;
+  for (auto& mr : s.mrs) a.push_back(mr->remote());
   return a;
 }
 
-Status connect_endpoints(Session& s, const nlohmann::json& addrs, const nlohmann::json& peer_regions) {
-  if (!addrs.is_array() || addrs.size() != s.eps.size())
-    return {Errc::io, "control protocol error: endpoint count differs between client and server"};
-  if (!peer_regions.is_array() || peer_regions.empty())
-    return {Errc::io, "control protocol error: no peer region"};
+Status connect_endpoints(Session& s, const std::vector<std::vector<uint8_t>>& addrs,
+                         const std::vector<transport::RemoteRegion>& peer_regions) {
+  if (addrs.size() != s.eps.size())
+    return {Errc::io, fmt::format("control protocol error: the peer has {} endpoints, this side {}", addrs.size(),
+                                  s.eps.size())};
+  // A peer with one domain has one region for every rail; with one per rail, each has its own.
+  const size_t rails = size_t(s.ept / s.qps);
+  if (peer_regions.size() != 1 && peer_regions.size() != rails)
+    return {Errc::io, fmt::format("control protocol error: the peer has {} regions for {} rails", peer_regions.size(), rails)};
   for (size_t i = 0; i < s.eps.size(); ++i) {
-    auto a = from_hex(addrs[i].get<std::string>());
-    if (!a) return a.status();
-    Status c = s.eps[i]->connect(*a);
+    Status c = s.eps[i]->connect(addrs[i]);
     if (!c) return c;
-    // A peer with one domain has one region for every rail; with one per rail, each has its own.
     size_t rail = (i % size_t(s.ept)) / size_t(s.qps);
-    const auto& r = peer_regions.size() == 1 ? peer_regions[0] : peer_regions.at(rail);
-    Status st = s.eps[i]->set_remote(region_from_json(r));
+    Status st = s.eps[i]->set_remote(peer_regions[peer_regions.size() == 1 ? 0 : rail]);
     if (!st) return st;
   }
   return {};

@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "bench/spec.hh"
 #include "transport/registry.hh"
 
@@ -33,21 +31,19 @@ struct Session {
   }
 };
 
+// What one domain of the run is told: the spec's transport choice on `domain`, reached from `local_ip`.
+transport::TransportOptions transport_options(const RunSpec& s, const std::string& domain, const std::string& local_ip);
+
 // Opens the transport named by the spec (one domain per entry of `topts`: one, or one per rail),
 // checks the spec against its capabilities, registers `bytes` of memory in every domain and opens
 // rails x qps endpoints per thread.
 Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
                                               uint64_t bytes, uint32_t rx_slots);
-nlohmann::json regions_json(const Session& s);
-
-std::string to_hex(const std::vector<uint8_t>& b);
-Result<std::vector<uint8_t>> from_hex(const std::string& s);
-nlohmann::json region_json(const transport::RemoteRegion& r);
-transport::RemoteRegion region_from_json(const nlohmann::json& j);
-nlohmann::json info_json(const transport::DomainInfo& i);
-nlohmann::json endpoint_addresses(const Session& s);
+std::vector<std::vector<uint8_t>> endpoint_addresses(const Session& s);
+std::vector<transport::RemoteRegion> regions_of(const Session& s);  // one per domain
 // Connects endpoint e to the peer's endpoint e and points it at the peer's region of its rail.
-Status connect_endpoints(Session& s, const nlohmann::json& addrs, const nlohmann::json& peer_regions);
+Status connect_endpoints(Session& s, const std::vector<std::vector<uint8_t>>& addrs,
+                         const std::vector<transport::RemoteRegion>& peer_regions);
 // Receives rx_slots needed by the server for send phases of this spec.
 uint32_t rx_slots_for(const RunSpec& s, uint64_t size, const transport::Caps& caps);
 

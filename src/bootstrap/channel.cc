@@ -147,20 +147,14 @@ Status Channel::send_frame(char kind, const void* data, size_t len) {
   return write_all(data, len);
 }
 
-Status Channel::send_json(const nlohmann::json& j) {
-  std::string s = j.dump();
-  return send_frame('J', s.data(), s.size());
-}
-
-Status Channel::send_bytes(const std::vector<uint8_t>& d) { return send_frame('B', d.data(), d.size()); }
-
-Result<std::vector<uint8_t>> Channel::recv_frame(char kind, double timeout_s, const std::atomic<bool>* stop) {
+Result<std::vector<uint8_t>> Channel::recv_frame(char kind, uint64_t max_len, double timeout_s,
+                                                 const std::atomic<bool>* stop) {
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   auto read_all = [&](uint8_t* p, size_t l) -> Status {
     while (l) {
       if (stop && stop->load()) return {Errc::interrupted, "interrupted"};
-      if (timeout_s > 0 && Clock::now() > deadline)
-        return {Errc::timeout, fmt::format("no answer from {} within {:.0f} s", peer(), timeout_s)};
+      if (Clock::now() > deadline)
+        return {Errc::timeout, fmt::format("no answer from {} within {:g} s (--timeout)", peer(), timeout_s)};
       pollfd pf{fd_, POLLIN, 0};
       int pr = ::poll(&pf, 1, 100);
       if (pr < 0 && errno != EINTR) return errno_status("poll");
@@ -178,24 +172,16 @@ Result<std::vector<uint8_t>> Channel::recv_frame(char kind, double timeout_s, co
   if (!s) return s;
   uint32_t n;
   std::memcpy(&n, hdr + 1, 4);
-  if (char(hdr[0]) != kind || n > (1u << 30))
-    return Status(Errc::io, fmt::format("control protocol error from {}: unexpected frame", peer()));
+  if (char(hdr[0]) != kind)
+    return Status(Errc::io, fmt::format("control protocol error from {}: a frame of kind {:#04x} where '{}' was due "
+                                        "(is the peer an rdmabench of this version?)", peer(), hdr[0], kind));
+  if (n > max_len)
+    return Status(Errc::io, fmt::format("control protocol error from {}: a frame of {} B, over the {} B such a frame "
+                                        "can be", peer(), n, max_len));
   std::vector<uint8_t> data(n);
   s = read_all(data.data(), n);
   if (!s) return s;
   return data;
-}
-
-Result<nlohmann::json> Channel::recv_json(double timeout_s, const std::atomic<bool>* stop) {
-  auto f = recv_frame('J', timeout_s, stop);
-  if (!f) return f.status();
-  auto j = nlohmann::json::parse(f->begin(), f->end(), nullptr, false);
-  if (j.is_discarded()) return Status(Errc::io, "control protocol error: bad JSON from peer");
-  return j;
-}
-
-Result<std::vector<uint8_t>> Channel::recv_bytes(double timeout_s, const std::atomic<bool>* stop) {
-  return recv_frame('B', timeout_s, stop);
 }
 
 bool Channel::readable() const {
@@ -228,7 +214,7 @@ Result<Listener> Listener::listen(const HostPort& hp) {
   int rc = getaddrinfo(hp.host.c_str(), std::to_string(hp.port).c_str(), &hints, &res);
   if (rc != 0) return Status(Errc::invalid_argument, fmt::format("--addr {}: cannot resolve: {}", hp.host, gai_strerror(rc)));
   Listener l;
-  l.fd_ = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  l.fd_ = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
   setsockopt(l.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(l.fd_, res->ai_addr, res->ai_addrlen) != 0) {
@@ -238,7 +224,9 @@ Result<Listener> Listener::listen(const HostPort& hp) {
     return s;
   }
   freeaddrinfo(res);
-  if (::listen(l.fd_, 8) != 0) return errno_status("listen");
+  // Clients of a cluster run connect all at once: the backlog must hold them while the accept
+  // loop hands each to a child.
+  if (::listen(l.fd_, SOMAXCONN) != 0) return errno_status("listen");
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   getsockname(l.fd_, reinterpret_cast<sockaddr*>(&ss), &len);
@@ -247,17 +235,19 @@ Result<Listener> Listener::listen(const HostPort& hp) {
   return l;
 }
 
-Result<Channel> Listener::accept(const std::atomic<bool>* stop) {
-  while (!(stop && stop->load())) {
-    pollfd pf{fd_, POLLIN, 0};
-    int pr = ::poll(&pf, 1, 100);
-    if (pr <= 0) continue;
-    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
-    tune_control_socket(fd);
-    return Channel(fd);
+Result<Channel> Listener::accept(double wait_s) {
+  pollfd pf{fd_, POLLIN, 0};
+  int pr = ::poll(&pf, 1, int(wait_s * 1000));
+  if (pr < 0 && errno != EINTR) return errno_status("poll");
+  if (pr <= 0) return Channel();
+  int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    // The client gave up before we got to it, or we are out of descriptors: either way not fatal.
+    if (errno == EAGAIN || errno == ECONNABORTED || errno == EINTR || errno == EMFILE || errno == ENFILE) return Channel();
+    return errno_status("accept");
   }
-  return Status(Errc::interrupted, "server stopped");
+  tune_control_socket(fd);
+  return Channel(fd);
 }
 
 }  // namespace rb::bootstrap

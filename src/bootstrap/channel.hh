@@ -1,13 +1,11 @@
 #pragma once
-// Out-of-band rendezvous over TCP: control messages as JSON frames and bulk data (coverage maps)
-// as binary frames. Every receive takes a timeout and a stop flag, so a dead peer or a Ctrl-C
-// ends a wait within a bounded time.
+// Out-of-band rendezvous over TCP: frames of a kind byte and a 32-bit length. The messages inside
+// them belong to src/protocol. Every receive takes a size cap, a timeout and a stop flag, so
+// neither a dead peer, nor a Ctrl-C, nor a header claiming gigabytes can hold or bloat a process.
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.hh"
 
@@ -30,11 +28,12 @@ class Channel {
 
   static Result<Channel> connect(const HostPort& hp, double timeout_s);
 
-  Status send_json(const nlohmann::json& j);
-  Status send_bytes(const std::vector<uint8_t>& data);
-  // Waits up to timeout_s (<= 0: forever) for a frame, waking every 100 ms to look at `stop`.
-  Result<nlohmann::json> recv_json(double timeout_s, const std::atomic<bool>* stop = nullptr);
-  Result<std::vector<uint8_t>> recv_bytes(double timeout_s, const std::atomic<bool>* stop = nullptr);
+  Status send_frame(char kind, const void* data, size_t len);
+  // Waits up to timeout_s for a whole frame of `kind`, waking every 100 ms to look at `stop`. A
+  // frame of another kind, or one longer than max_len, is a protocol error found from its header,
+  // before anything is allocated for it.
+  Result<std::vector<uint8_t>> recv_frame(char kind, uint64_t max_len, double timeout_s,
+                                          const std::atomic<bool>* stop = nullptr);
   // True when a frame (or EOF) is waiting, without blocking.
   bool readable() const;
   std::string local_ip() const;
@@ -42,8 +41,6 @@ class Channel {
   int fd() const { return fd_; }
 
  private:
-  Result<std::vector<uint8_t>> recv_frame(char kind, double timeout_s, const std::atomic<bool>* stop);
-  Status send_frame(char kind, const void* data, size_t len);
   int fd_ = -1;
 };
 
@@ -55,8 +52,8 @@ class Listener {
   static Result<Listener> listen(const HostPort& hp);
   uint16_t port() const { return port_; }
   int fd() const { return fd_; }
-  // Waits for a client; returns Errc::interrupted when `stop` is set.
-  Result<Channel> accept(const std::atomic<bool>* stop);
+  // Waits up to wait_s for a client; returns an empty Channel (fd -1) when none came.
+  Result<Channel> accept(double wait_s);
 
  private:
   int fd_ = -1;

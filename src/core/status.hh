@@ -70,4 +70,11 @@ inline const char* errc_name(Errc c) {
   return "?";
 }
 
+// errc_name's inverse, for codes read off the wire; an unknown name is `internal`.
+inline Errc errc_from_name(const std::string& name) {
+  for (int c = int(Errc::ok); c <= int(Errc::internal); ++c)
+    if (name == errc_name(Errc(c))) return Errc(c);
+  return Errc::internal;
+}
+
 }  // namespace rb

@@ -4,14 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "core/histogram.hh"
+#include "bench/sink.hh"
 
 namespace rb::report {
 
-struct IntervalSample {
-  int thread;  // -1 = total
-  double ops_per_s, gbps, p50_us;
-};
+using bench::IntervalSample;
 // "@1.0s  t0 4.16 Mops/s 2.13 Gbps p50 0.24 us"
 std::string interval_line(double at_s, const IntervalSample& s);
 

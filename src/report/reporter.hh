@@ -6,18 +6,12 @@
 #include <vector>
 
 #include "bench/result.hh"
+#include "bench/sink.hh"
 #include "bench/spec.hh"
 
 namespace rb::report {
 
-struct RunHeader {
-  const bench::RunSpec* spec;
-  transport::DomainInfo info;
-  std::string server;  // host:port
-  std::string clock;   // "tsc 2.1 GHz"
-  std::vector<std::string> domains;  // every domain of the run (one per rail with --domains)
-  double line_gbps = 0;              // aggregate link speed of those domains; 0 when unknown
-};
+using RunHeader = bench::RunInfo;  // what a run's header and every record say about it
 
 class TableReporter {
  public:

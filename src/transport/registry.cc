@@ -54,6 +54,11 @@ const TransportEntry* find_transport(const std::string& name) {
   return nullptr;
 }
 
+void remove_leftovers_of(int pid) {
+  for (auto& e : registry())
+    if (e.remove_leftovers_of) e.remove_leftovers_of(pid);
+}
+
 std::pair<std::string, std::string> split_transport(const std::string& spec) {
   auto colon = spec.find(':');
   if (colon == std::string::npos) return {spec, ""};

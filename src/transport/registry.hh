@@ -31,10 +31,15 @@ struct TransportEntry {
   std::string options_help;
   std::function<Result<std::unique_ptr<Domain>>(const TransportOptions&)> open;
   std::function<std::vector<Availability>()> probe;
+  // Removes what this transport leaves behind for a process killed before it could (shared
+  // memory files named after it); may be empty.
+  std::function<void(int pid)> remove_leftovers_of;
 };
 
 const std::vector<TransportEntry>& registry();
 const TransportEntry* find_transport(const std::string& name);
+// Every transport's remove_leftovers_of, for a process that was killed.
+void remove_leftovers_of(int pid);
 
 // "ofi:shm" -> {"ofi", "shm"}; "ofi" -> {"ofi", ""}.
 std::pair<std::string, std::string> split_transport(const std::string& spec);

@@ -45,7 +45,7 @@ threads = [1, 2]
   EXPECT_EQ(first.spec.threads, 1);
   EXPECT_EQ(first.spec.sizes, (std::vector<uint64_t>{64, 4096}));
   EXPECT_EQ(first.spec.iters, 200u);
-  EXPECT_EQ(first.client.json_path, "out.jsonl");
+  EXPECT_EQ(first.output.json, "out.jsonl");
   EXPECT_EQ(j->runs[1].cmd.spec.threads, 2);                               // last key fastest
   EXPECT_EQ(j->runs[2].cmd.spec.ops, std::vector<bench::Op>{bench::Op::read});
   EXPECT_EQ(j->runs[6].cmd.spec.provider, "tcp");                         // first key slowest

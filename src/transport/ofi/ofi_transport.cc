@@ -373,6 +373,7 @@ TransportEntry registry_entry() {
   e.options_help = "-t ofi:<provider> picks a provider (ofi alone lets libfabric choose); --domain NAME picks a NIC";
   e.open = [](const TransportOptions& o) { return open_domain(o); };
   e.probe = probe;
+  e.remove_leftovers_of = [](int pid) { remove_shm_names_of(pid); };
   return e;
 }
 

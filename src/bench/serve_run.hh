@@ -1,0 +1,18 @@
+#pragma once
+// One client's run on the server, in the process that serves it: the hello, the session, the
+// endpoint exchange, then every phase the client asks for until it says bye.
+#include <atomic>
+
+#include "bench/server.hh"
+#include "bootstrap/channel.hh"
+
+namespace rb::bench {
+
+// Exit codes of a run's process, as the accept loop reads them.
+constexpr int kRunOk = 0, kRunFailed = 1, kNoRun = 3, kRunStopped = 130;
+
+// Serves the client on `ch` and returns the exit code for its process: kNoRun when the
+// connection never became a run (no hello, a malformed one, another protocol version).
+int serve_connection(bootstrap::Channel ch, const ServerOptions& opt, const std::atomic<bool>& stop);
+
+}  // namespace rb::bench
