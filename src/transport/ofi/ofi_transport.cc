@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/netif.hh"
 #include "core/ring_slots.hh"
 #include "transport/ofi/ofi_info.hh"
 #include "transport/ofi/shm_names.hh"
@@ -299,7 +300,7 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
                                                         domain_names(infos->get())));
   } else {
     // A run stays on the interface that carries the out-of-band connection (lo for loopback).
-    std::string iface = opt.local_ip.empty() ? "" : interface_of(opt.local_ip);
+    std::string iface = opt.local_ip.empty() ? "" : interface_name_of(opt.local_ip);
     // An interface can appear once per address family (an IPv6 link-local fabric beside the
     // IPv4 one): take the entry of the family the run's address has, else the first.
     uint32_t family = opt.local_ip.find(':') != std::string::npos ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
@@ -310,7 +311,7 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
         if (!chosen) chosen = i;
         if (!same_family && i->addr_format == family) same_family = i;
       }
-      if (is_interface(i->domain_attr->name)) network_domains = true;
+      if (interface_exists(i->domain_attr->name)) network_domains = true;
     }
     if (same_family) chosen = same_family;
     if (!chosen && network_domains)
