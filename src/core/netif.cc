@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 
 namespace rb {
@@ -50,5 +51,14 @@ Interface interface_on_subnet_of(const std::string& peer_ip) {
     return m != 0 && (a & m) == (peer.s_addr & m);
   });
 }
+
+std::string interface_name_of(const std::string& ip) {
+  std::string name = interface_with_ip(ip).name;
+  // Any 127/8 address lives on lo even when only 127.0.0.1 is listed.
+  if (name.empty() && ip.rfind("127.", 0) == 0) name = "lo";
+  return name;
+}
+
+bool interface_exists(const std::string& name) { return if_nametoindex(name.c_str()) != 0; }
 
 }  // namespace rb

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/spsc_ring.hh"
 #include "transport/dma/copy_engine.hh"
-#include "transport/dma/spsc_ring.hh"
 
 namespace rb::transport::dma {
 namespace {
@@ -87,8 +87,8 @@ class CpuEngine final : public CopyEngine {
     }
   }
 
-  SpscRing<Copy> sq_;
-  SpscRing<Completion> cq_;
+  LocalSpscRing<Copy> sq_;
+  LocalSpscRing<Completion> cq_;
   uint64_t submitted_ = 0;  // producer side only
   std::atomic<uint64_t> done_{0};
   std::atomic<uint32_t> bell_{0};

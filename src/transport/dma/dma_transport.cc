@@ -4,12 +4,13 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "core/shm.hh"
 #include "transport/dma/cuda_engine.hh"
 #include "transport/dma/pinned_memory.hh"
-#include "transport/dma/shared_memory.hh"
 
 namespace rb::transport::dma {
 namespace {
@@ -18,11 +19,23 @@ enum class Engine { cpu, cuda };
 
 constexpr uint32_t kQueueDepth = 4096;
 
+// Host memory the peer can map: a memfd.
+class SharedHostMemory final : public HostMemory {
+ public:
+  explicit SharedHostMemory(SharedMemory m) : m_(std::move(m)) {}
+  uint8_t* data() const override { return m_.data(); }
+  size_t size() const override { return m_.size(); }
+  const SharedMemory& shared() const { return m_; }
+
+ private:
+  SharedMemory m_;
+};
+
 // Registered ranges remember which shared allocation (memfd) they live in.
 struct Allocation {
   uint8_t* p;
   size_t len;
-  int fd;
+  ProcFdHandle whole;
 };
 
 class DmaMr final : public MemoryRegion {
@@ -62,11 +75,11 @@ class DmaEp final : public Endpoint {
   Status set_remote(const RemoteRegion& r) override {
     remote_len_ = r.len;
     if (kind_ == Engine::cpu) {
-      auto h = ShareHandle::decode(r.handle);
-      if (!h) return h.status();
+      auto h = ProcFdHandle::decode(r.handle);
+      if (!h) return Status(h.status().code(), "dma: " + h.status().message());
       auto m = PeerMapping::map(*h);
-      if (!m) return m.status();
-      peer_ = std::move(m.value());
+      if (!m) return Status(m.status().code(), "dma: " + m.status().message());
+      peer_ = std::move(*m);
       remote_ = peer_->base();
       return {};
     }
@@ -154,7 +167,7 @@ class DmaEp final : public Endpoint {
   Engine kind_;
   std::unique_ptr<CopyEngine> engine_;
   std::shared_ptr<CudaRuntime> rt_;
-  std::unique_ptr<PeerMapping> peer_;
+  std::optional<PeerMapping> peer_;
   void* device_ = nullptr;
   uint8_t* remote_ = nullptr;
   uint64_t remote_len_ = 0;
@@ -192,10 +205,11 @@ class DmaDomain final : public Domain {
       if (!m) return m.status();
       return std::unique_ptr<HostMemory>(std::move(m.value()));
     }
-    auto m = SharedMemory::create(len);
+    auto m = SharedMemory::create("rdmabench-dma", len);
     if (!m) return m.status();
-    allocations_.push_back({m.value()->data(), len, m.value()->fd()});
-    return std::unique_ptr<HostMemory>(std::move(m.value()));
+    auto host = std::make_unique<SharedHostMemory>(std::move(*m));
+    allocations_.push_back({host->data(), len, host->shared().handle(0)});
+    return std::unique_ptr<HostMemory>(std::move(host));
   }
 
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) override {
@@ -206,8 +220,9 @@ class DmaDomain final : public Domain {
       for (auto& a : allocations_)
         if (p >= a.p && p + len <= a.p + a.len) owner = &a;
       if (!owner) return Status(Errc::invalid_argument, "dma:cpu registers only memory from its own allocate()");
-      handle = ShareHandle{uint32_t(getpid()), uint32_t(owner->fd), uint64_t(p - owner->p),
-                           (owner->len + 4095) / 4096 * 4096}.encode();
+      ProcFdHandle h = owner->whole;
+      h.offset = uint64_t(p - owner->p);
+      handle = h.encode();
     }
     return std::unique_ptr<MemoryRegion>(new DmaMr(addr, len, next_key_++, std::move(handle)));
   }

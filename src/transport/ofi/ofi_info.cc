@@ -1,9 +1,5 @@
 #include "transport/ofi/ofi_info.hh"
 
-#include "core/netif.hh"
-
-#include <arpa/inet.h>
-#include <net/if.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
@@ -39,15 +35,6 @@ Result<InfoPtr> query(const std::string& provider, std::string* why) {
   }
   return InfoPtr(out);
 }
-
-std::string interface_of(const std::string& ip) {
-  std::string name = interface_with_ip(ip).name;
-  // Any 127/8 address lives on lo even when only 127.0.0.1 is listed.
-  if (name.empty() && ip.rfind("127.", 0) == 0) name = "lo";
-  return name;
-}
-
-bool is_interface(const std::string& name) { return if_nametoindex(name.c_str()) != 0; }
 
 std::string describe(const fi_info* i) {
   std::string mr;

@@ -1,5 +1,5 @@
 #pragma once
-// Choosing a libfabric provider and domain: hints, interface lookup, printable summaries.
+// Choosing a libfabric provider and domain: hints, printable summaries.
 #include <rdma/fabric.h>
 
 #include <memory>
@@ -19,9 +19,6 @@ using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 InfoPtr make_hints(const std::string& provider);
 // All fi_info entries matching the hints (empty list and a reason on failure).
 Result<InfoPtr> query(const std::string& provider, std::string* why = nullptr);
-// Name of the network interface that carries `ip`, or "" when none does.
-std::string interface_of(const std::string& ip);
-bool is_interface(const std::string& name);
 std::string describe(const fi_info* info);
 std::string fi_error(int rc);
 

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "core/netif.hh"
+#include "core/ring_slots.hh"
 #include "transport/ofi/ofi_info.hh"
 #include "transport/ofi/shm_names.hh"
 
@@ -66,7 +68,7 @@ struct OpContext {
 
 class OfiEp final : public Endpoint {
  public:
-  OfiEp(std::shared_ptr<Fabric> f, uint32_t ring) : f_(std::move(f)), ring_(ring), mask_(ring - 1) {}
+  OfiEp(std::shared_ptr<Fabric> f, uint64_t contexts) : f_(std::move(f)), ring_(contexts) {}
   ~OfiEp() override {
     close_fid(ep_);
     close_fid(cq_);
@@ -117,7 +119,7 @@ class OfiEp final : public Endpoint {
   int post(std::span<const WorkRequest> wrs) override {
     int n = 0;
     for (const auto& w : wrs) {
-      OpContext* ctx = &ring_[next_ & mask_];
+      OpContext* ctx = &ring_[next_];
       ctx->wr_id = w.wr_id;
       ctx->op = w.op;
       ctx->len = w.len;
@@ -211,8 +213,8 @@ class OfiEp final : public Endpoint {
   fid_ep* ep_ = nullptr;
   fi_addr_t peer_ = FI_ADDR_UNSPEC;
   RemoteRegion remote_;
-  std::vector<OpContext> ring_;
-  uint64_t mask_, next_ = 0, outstanding_ = 0;
+  RingSlots<OpContext> ring_;
+  uint64_t next_ = 0, outstanding_ = 0;
   std::string err_;
 };
 
@@ -246,9 +248,7 @@ class OfiDomain final : public Domain {
   }
 
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
-    uint32_t need = o.depth + o.rx_slots + caps_.tx_depth + caps_.rx_depth, ring = 1;
-    while (ring < need) ring <<= 1;
-    auto ep = std::make_unique<OfiEp>(f_, ring);
+    auto ep = std::make_unique<OfiEp>(f_, uint64_t(o.depth) + o.rx_slots + caps_.tx_depth + caps_.rx_depth);
     Status s = ep->open(o);
     if (!s) return s;
     return std::unique_ptr<Endpoint>(std::move(ep));
@@ -300,7 +300,7 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
                                                         domain_names(infos->get())));
   } else {
     // A run stays on the interface that carries the out-of-band connection (lo for loopback).
-    std::string iface = opt.local_ip.empty() ? "" : interface_of(opt.local_ip);
+    std::string iface = opt.local_ip.empty() ? "" : interface_name_of(opt.local_ip);
     // An interface can appear once per address family (an IPv6 link-local fabric beside the
     // IPv4 one): take the entry of the family the run's address has, else the first.
     uint32_t family = opt.local_ip.find(':') != std::string::npos ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
@@ -311,7 +311,7 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
         if (!chosen) chosen = i;
         if (!same_family && i->addr_format == family) same_family = i;
       }
-      if (is_interface(i->domain_attr->name)) network_domains = true;
+      if (interface_exists(i->domain_attr->name)) network_domains = true;
     }
     if (same_family) chosen = same_family;
     if (!chosen && network_domains)

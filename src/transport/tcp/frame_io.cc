@@ -13,12 +13,7 @@ constexpr size_t kDirectRead = 16 << 10;  // payloads at least this large skip t
 constexpr size_t kPackMax = 1024;         // frames up to this size are packed into one buffer
 }  // namespace
 
-FrameWriter::FrameWriter(uint32_t capacity) {
-  uint64_t c = 1;
-  while (c < capacity) c <<= 1;
-  q_.resize(c);
-  cap_ = c;
-  mask_ = c - 1;
+FrameWriter::FrameWriter(uint32_t capacity) : q_(capacity) {
   iov_.reserve(kMaxIov);
   scratch_.resize(32 << 10);
 }
@@ -31,7 +26,7 @@ bool FrameWriter::flush(std::vector<OutFrame>& sent) {
     // cheaper for the kernel than two per frame. Byte accounting below does not care which.
     size_t packed = 0;
     for (uint64_t i = head_; !skip && i != tail_; ++i) {
-      const OutFrame& f = q_[i & mask_];
+      const OutFrame& f = q_[i];
       size_t len = sizeof(Header) + (f.payload ? f.payload_len : 0);
       if (len > kPackMax || packed + len > scratch_.size()) break;
       std::memcpy(scratch_.data() + packed, &f.hdr, sizeof(Header));
@@ -40,7 +35,7 @@ bool FrameWriter::flush(std::vector<OutFrame>& sent) {
     }
     if (packed) iov_.push_back({scratch_.data(), packed});
     for (uint64_t i = head_; !packed && i != tail_ && iov_.size() + 2 <= kMaxIov; ++i) {
-      OutFrame& f = q_[i & mask_];
+      OutFrame& f = q_[i];
       size_t hl = sizeof(Header);
       if (skip < hl) iov_.push_back({reinterpret_cast<uint8_t*>(&f.hdr) + skip, hl - skip});
       size_t pskip = skip > hl ? skip - hl : 0;
@@ -55,7 +50,7 @@ bool FrameWriter::flush(std::vector<OutFrame>& sent) {
     if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     size_t left = size_t(w);
     while (left && head_ != tail_) {
-      OutFrame& f = q_[head_ & mask_];
+      OutFrame& f = q_[head_];
       size_t total = sizeof(Header) + (f.payload ? f.payload_len : 0);
       size_t need = total - done_in_head_;
       if (left >= need) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/ring_slots.hh"
 #include "transport/tcp/wire.hh"
 
 namespace rb::transport::tcp {
@@ -23,13 +24,13 @@ class FrameWriter {
  public:
   explicit FrameWriter(uint32_t capacity);
   void set_fd(int fd) { fd_ = fd; }
-  bool full() const { return tail_ - head_ >= cap_; }
+  bool full() const { return tail_ - head_ >= q_.capacity(); }
   bool empty() const { return tail_ == head_; }
   size_t queued() const { return tail_ - head_; }
   // False when full (the frame is not queued).
   bool push(const OutFrame& f) {
     if (full()) return false;
-    q_[tail_++ & mask_] = f;
+    q_[tail_++] = f;
     return true;
   }
   // Writes what the socket takes; appends the wr_id of every fully sent frame marked `notify`
@@ -38,8 +39,8 @@ class FrameWriter {
 
  private:
   int fd_ = -1;
-  std::vector<OutFrame> q_;
-  uint64_t cap_, mask_, head_ = 0, tail_ = 0;
+  RingSlots<OutFrame> q_;
+  uint64_t head_ = 0, tail_ = 0;
   size_t done_in_head_ = 0;  // bytes of the head frame already written
   std::vector<iovec> iov_;
   std::vector<uint8_t> scratch_;  // small frames packed for one send

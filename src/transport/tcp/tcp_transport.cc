@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "core/netif.hh"
-#include "transport/ofi/ofi_info.hh"
 #include "transport/tcp/tcp_endpoint.hh"
 
 namespace rb::transport::tcp {
@@ -36,7 +35,7 @@ class TcpDomain final : public Domain {
     caps_.rx_depth = 4096;
     caps_.target_progress = true;  // the target's endpoint applies writes and serves reads
     caps_.checks_bounds = true;
-    std::string iface = ofi::interface_of(ip_);
+    std::string iface = interface_name_of(ip_);
     info_ = {"tcp", "kernel", "tcp", iface.empty() ? ip_ : iface, ""};
   }
   const Caps& caps() const override { return caps_; }
