@@ -73,14 +73,14 @@ class ClientRun {
     if (!ch) return ch.status();
     ch_ = std::move(ch.value());
     // One domain for all rails, or one per rail on the NICs --domains names.
-    std::vector<transport::TransportOptions> topts;
+    std::vector<transport::DomainSite> topts;
     nlohmann::json rail_ips = nlohmann::json::array();
     if (s_.domains.empty()) {
-      topts.push_back({s_.provider, s_.domain, ch_.local_ip(), s_.validate, s_.transport_opts});
+      topts.push_back({s_.transport.domain, ch_.local_ip()});
     } else {
       for (const auto& d : s_.domains) {
         Interface ifc = interface_named(d);
-        topts.push_back({s_.provider, d, ifc.ip, s_.validate, s_.transport_opts});
+        topts.push_back({d, ifc.ip});
         rail_ips.push_back(ifc.ip);
       }
     }

@@ -64,9 +64,9 @@ class ServeOne {
     if (!st) return reject(st);
     // The client's rails on separate NICs get one domain each here too: the server's --domains,
     // or for each rail the interface on the same subnet as the client's.
-    std::vector<transport::TransportOptions> topts;
+    std::vector<transport::DomainSite> topts;
     if (s_.domains.empty()) {
-      topts.push_back({s_.provider, o_.domain, ch_.local_ip(), s_.validate, s_.transport_opts});
+      topts.push_back({o_.domain, ch_.local_ip()});
     } else {
       auto ips = hello->value("rail_ips", json::array());
       if (!o_.domains.empty() && int(o_.domains.size()) != s_.rails)
@@ -82,7 +82,7 @@ class ServeOne {
                            fmt::format("rail {}: no interface of the server shares a subnet with the client's {}; "
                                        "start the server with --domains", r, peer.empty() ? "(unknown address)" : peer)});
         }
-        topts.push_back({s_.provider, dom, interface_named(dom).ip, s_.validate, s_.transport_opts});
+        topts.push_back({dom, interface_named(dom).ip});
       }
     }
     auto sess = open_session(s_, topts, s_.region_bytes(), rx_max());
@@ -103,7 +103,7 @@ class ServeOne {
     st = ch_.send_json({{"type", "ok"}});
     if (!st) return st;
     if (!o_.quiet)
-      fmt::print(stderr, "rdmabench server: run from {} over {}:{} ({} threads)\n", ch_.peer(), s_.transport,
+      fmt::print(stderr, "rdmabench server: run from {} over {}:{} ({} threads)\n", ch_.peer(), s_.transport.name,
                  sess_->domain().info().provider, s_.threads);
     while (true) {
       auto m = ch_.recv_json(0, &stop_);

@@ -36,7 +36,7 @@ struct Session {
 // Opens the transport named by the spec (one domain per entry of `topts`: one, or one per rail),
 // checks the spec against its capabilities, registers `bytes` of memory in every domain and opens
 // rails x qps endpoints per thread.
-Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
+Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::DomainSite>& sites,
                                               uint64_t bytes, uint32_t rx_slots);
 nlohmann::json regions_json(const Session& s);
 
