@@ -3,6 +3,7 @@
 #include "transport/dma/dma_transport.hh"
 #include "transport/inproc/inproc.hh"
 #include "transport/ofi/ofi_transport.hh"
+#include "transport/skeleton/skeleton.hh"
 #include "transport/tcp/tcp_transport.hh"
 
 namespace rb::transport {
@@ -14,6 +15,7 @@ const std::vector<TransportEntry>& registry() {
       tcp::registry_entry(),
       dma::registry_entry(),
       inproc::registry_entry(),
+      skeleton::registry_entry(),
   };
   return entries;
 }
