@@ -7,6 +7,7 @@
 #include "bench/spec_json.hh"
 #include "core/affinity.hh"
 #include "transport/registry.hh"
+#include "transport_help.hh"
 
 namespace rb::app {
 namespace {
@@ -47,12 +48,12 @@ const char* kDescription =
     "  rdmabench --addr IP:PORT [run flags]         run against a server\n"
     "  rdmabench [--loopback] [run flags]           start a server child on 127.0.0.1 and run against it\n"
     "  rdmabench --job FILE.toml [flags]            run a matrix of runs described in a TOML job file (see jobs/)\n"
-    "  rdmabench --list                             transports and providers usable here\n";
+    "  rdmabench --list [json]                      transports and providers usable here\n";
 
 // The values CLI11 writes into before they are checked and converted into the Command.
 struct Raw {
-  bool server = false, loopback = false, list = false, version = false, read_alias = false, no_inject = false;
-  std::string addr, transport = "ofi", op, mode, size = "64K", warmup, random_space, thread_gap, local_mr, cpus,
+  bool server = false, loopback = false, version = false, read_alias = false, no_inject = false;
+  std::string addr, transport = transport::default_transport().name, list_format, op, mode, size = "64K", warmup, random_space, thread_gap, local_mr, cpus,
       server_cpus, job;
   uint64_t iters = 0;
   double duration = 0;
@@ -77,20 +78,20 @@ void define_flags(CLI::App& app, Command& cmd, Raw& r) {
   app.add_flag("--once", cmd.server.once, "server: exit after serving one run")->group(g_role);
   app.add_option("--job", r.job, "run every combination of a TOML job file ([defaults], [matrix], [[run]]) into one "
                                  "--json file; flags given here replace its [defaults]")->type_name("FILE.toml")->group(g_role);
-  app.add_flag("--list", r.list, "list transports and libfabric providers usable on this machine")->group(g_role);
+  app.add_option("--list", r.list_format, "list transports, their options, and the instances usable on this machine "
+                                          "(--list json: the same for programs)")
+      ->expected(0, 1)->type_name("[json]")->group(g_role);
   app.add_flag("--version", r.version, "print the version")->group(g_role);
   app.add_option("--ready-fd", r.ready_fd, "internal: write the listening port to this fd")->group("");
 
   auto* g_tr = "Transport";
-  app.add_option("-t,--transport", r.transport, "ofi (libfabric picks), ofi:shm, ofi:tcp, ofi:<provider>, tcp, dma:cpu, dma:cuda")
-      ->capture_default_str()->group(g_tr);
-  app.add_option("--domain", s.domain, "libfabric domain (NIC) of this side; default: the interface carrying --addr; "
-                                       "dma:cuda: the GPU index")->group(g_tr);
+  app.add_option("-t,--transport", r.transport, transport_flag_help())->capture_default_str()->group(g_tr);
+  app.add_option("--domain", s.transport.domain, domain_flag_help())->group(g_tr);
   app.add_option("--domains", r.domains, "one NIC per rail, e.g. eth1,eth2 (sets --rails); a server given "
                                         "--domains uses them for such clients, else the NIC on each rail's subnet")
       ->group(g_tr);
-  app.add_option("-o,--transport-opt", r.transport_opts, "transport option KEY=VALUE, repeatable (see --list), e.g. "
-                                                         "-o nodelay=0 -o sndbuf=4M for tcp")->group(g_tr);
+  app.add_option("-o,--transport-opt", r.transport_opts, option_flag_help())->type_name("KEY=VALUE")->group(g_tr);
+  app.footer(transports_epilogue());
 
   auto* g_run = "Run";
   app.add_option("--op", r.op, "write | read | send, or a list: write,send (default write)")->group(g_run);
@@ -150,7 +151,7 @@ bool in_job(const std::string& name) {
 // --job: the file is read later (job.cc); here only the flags beside it are collected, unchecked
 // except by CLI11, because they are [defaults] for runs the file has not described yet.
 Result<Command> job_command(CLI::App& app, Command cmd, const Raw& r) {
-  if (r.server || cmd.server.once || r.list || r.version)
+  if (r.server || cmd.server.once || app.count("--list") > 0 || r.version)
     return Status(Errc::invalid_argument, "--job runs a client: leave out --server, --once, --list and --version");
   cmd.kind = Command::Kind::job;
   cmd.job = r.job;
@@ -212,7 +213,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
   Raw r;
   define_flags(app, cmd, r);
   // Raw's members in declaration order, under the names the checks below use.
-  auto& [server, loopback, list, version, read_alias, no_inject, addr, transport, op, mode, size, warmup, random_space,
+  auto& [server, loopback, version, read_alias, no_inject, addr, transport, list_format, op, mode, size, warmup, random_space,
          thread_gap, local_mr, cpus, server_cpus, job, iters, duration, ready_fd, transport_opts, domains] = r;
   (void)job;
 
@@ -232,8 +233,11 @@ Result<Command> parse_command_line(int argc, char** argv) {
     cmd.kind = Command::Kind::version;
     return cmd;
   }
-  if (list) {
+  if (app.count("--list") > 0) {
+    if (!list_format.empty() && list_format != "json")
+      return Status(Errc::invalid_argument, fmt::format("--list {}: the only format is json; give --list or --list json", list_format));
     cmd.kind = Command::Kind::list;
+    cmd.list_json = list_format == "json";
     return cmd;
   }
   s.inject = !no_inject;
@@ -247,21 +251,17 @@ Result<Command> parse_command_line(int argc, char** argv) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       return Status(Errc::invalid_argument, fmt::format("-o '{}': give KEY=VALUE, e.g. -o nodelay=0", kv));
-    s.transport_opts[kv.substr(0, eq)] = kv.substr(eq + 1);
+    s.transport.options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   auto given = [&](const char* name) { return app.count(name) > 0; };
   s.batch_given = given("--batch");
   s.depth_given = given("--depth");
   s.signal_given = given("--signal");
 
-  auto [tname, prov] = transport::split_transport(transport);
-  s.transport = tname;
-  s.provider = prov;
-  if (!transport::find_transport(tname)) {
-    std::string names;
-    for (auto& e : transport::registry()) names += (names.empty() ? "" : ", ") + e.name;
-    return Status(Errc::invalid_argument, fmt::format("-t {}: unknown transport; choose one of: {}", transport, names));
-  }
+  auto chosen = transport::parse_selection(transport);
+  s.transport.name = chosen.name;
+  s.transport.variant = chosen.variant;
+  if (auto checked = transport::check_selection(s.transport); !checked) return checked.status();
   if (read_alias && !op.empty() && op != "read")
     return Status(Errc::invalid_argument, fmt::format("--read and --op {} disagree: --read means --op read; give one", op));
   if (read_alias) op = "read";
@@ -323,7 +323,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
     auto hp = bootstrap::parse_host_port(addr.empty() ? "0.0.0.0" : addr, kDefaultPort, "--addr");
     if (!hp) return hp.status();
     cmd.server.listen = *hp;
-    cmd.server.domain = s.domain;
+    cmd.server.domain = s.transport.domain;
     cmd.server.domains = s.domains;
     cmd.server.cpus = s.cpus;
     cmd.server.ready_fd = ready_fd;

@@ -28,6 +28,7 @@ struct Command {
   bench::ServerOptions server;
   std::vector<int> server_cpus;  // --loopback: pins the child server
   std::string help;
+  bool list_json = false;        // --list json
   std::string job;               // --job FILE
   std::vector<GivenFlag> given;  // --job: the other flags on the command line
 };

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   switch (cmd->kind) {
     case Kind::help: fmt::print("{}", cmd->help); return 0;
     case Kind::version: fmt::print("rdmabench {}\n", RDMABENCH_VERSION); return 0;
-    case Kind::list: return rb::app::print_list();
+    case Kind::list: return rb::app::print_list(cmd->list_json);
     default: break;
   }
   if (cmd->kind == Kind::job) {

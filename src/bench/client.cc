@@ -56,11 +56,11 @@ class ClientRun {
 
   // One domain for all rails, or one per rail on the NICs --domains names.
   Status open_local_session() {
-    std::vector<transport::TransportOptions> topts;
-    if (s_.domains.empty()) topts.push_back(transport_options(s_, s_.domain, server_.local_ip()));
+    std::vector<transport::DomainSite> topts;
+    if (s_.domains.empty()) topts.push_back(transport::DomainSite{s_.transport.domain, server_.local_ip()});
     for (const auto& d : s_.domains) {
       Interface ifc = interface_named(d);
-      topts.push_back(transport_options(s_, d, ifc.ip));
+      topts.push_back(transport::DomainSite{d, ifc.ip});
       rail_ips_.push_back(ifc.ip);
     }
     auto sess = open_session(s_, topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);

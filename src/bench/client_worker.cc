@@ -92,7 +92,7 @@ class ClientLoop {
 
   Status fail_cqe(const Lane& l, const Completion& c) {
     std::string what = c.len ? fmt::format("{} of {} B", transport::op_name(c.op), c.len) : transport::op_name(c.op);
-    return {Errc::io, fmt::format("thread {}: {} failed: {}", t_.index, what, l.ep->describe_error(c.err))};
+    return {Errc::io, fmt::format("thread {}: {} failed: {}", t_.index, what, l.ep->describe_error(c))};
   }
   Status io_error(const Lane& l) { return {Errc::io, fmt::format("thread {}: {}", t_.index, l.ep->last_error())}; }
   Status stalled(uint64_t outstanding) {
@@ -205,7 +205,7 @@ class ClientLoop {
           uint64_t ops = 0;
           for (int c = 0; c < n; ++c) {
             const Completion& cq = cqes[c];
-            if (cq.err) return fail_cqe(l, cq);
+            if (!cq.ok()) return fail_cqe(l, cq);
             uint64_t seq = cq.wr_id & kSeqMask, group = signal > 1 ? seq % signal + 1 : 1;
             if (s_.validate && cq.op == Op::read)
               for (uint64_t q = seq + 1 - group; q <= seq; ++q) {
@@ -252,7 +252,7 @@ class ClientLoop {
       int n = l.ep->poll(cqes);
       if (n < 0) return io_error(l);
       for (int i = 0; i < n; ++i) {
-        if (cqes[i].err) return fail_cqe(l, cqes[i]);
+        if (!cqes[i].ok()) return fail_cqe(l, cqes[i]);
         if (cqes[i].op == want_op && cqes[i].wr_id == want_id) got = true;
       }
       if (echo_byte ? load_acquire(echo_byte) == tag : got) return {};
@@ -340,7 +340,7 @@ class ClientLoop {
       if (a < 0) return io_error(l);
       int n = l.ep->poll(cqes);  // progress; completions of earlier ops are of no further interest
       for (int i = 0; i < n; ++i)
-        if (cqes[i].err) return fail_cqe(l, cqes[i]);
+        if (!cqes[i].ok()) return fail_cqe(l, cqes[i]);
       if (pc_.clock->now() - start > timeout_ticks_) return stalled(1);
       if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
     }
@@ -377,7 +377,7 @@ Status progress_until(ThreadState& t, PhaseContext& pc, Until until) {
       int n = ep->poll(cq);
       if (n < 0) return {Errc::io, fmt::format("thread {}: {}", t.index, ep->last_error())};
       for (int i = 0; i < n; ++i)
-        if (cq[i].err) return {Errc::io, fmt::format("thread {}: {}", t.index, ep->describe_error(cq[i].err))};
+        if (!cq[i].ok()) return {Errc::io, fmt::format("thread {}: {}", t.index, ep->describe_error(cq[i]))};
       got += n;
     }
     if (got == 0 && ++idle > 256) sched_yield();

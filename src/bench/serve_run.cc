@@ -30,7 +30,7 @@ class ServeRun {
     st = exchange_endpoints();
     if (!st) return st;
     if (!o_.quiet)
-      fmt::print(stderr, "rdmabench server: run from {} over {}:{} ({} threads)\n", client_.address(), s_.transport,
+      fmt::print(stderr, "rdmabench server: run from {} over {}:{} ({} threads)\n", client_.address(), s_.transport.name,
                  sess_->domain().info().provider, s_.threads);
     return serve_phases();
   }
@@ -59,8 +59,8 @@ class ServeRun {
   // The client's rails on separate NICs get one domain each here too: the server's --domains, or
   // for each rail the interface on the same subnet as the client's.
   Status open_local_session() {
-    std::vector<transport::TransportOptions> topts;
-    if (s_.domains.empty()) topts.push_back(transport_options(s_, o_.domain, client_.local_ip()));
+    std::vector<transport::DomainSite> topts;
+    if (s_.domains.empty()) topts.push_back(transport::DomainSite{o_.domain, client_.local_ip()});
     if (!s_.domains.empty() && !o_.domains.empty() && int(o_.domains.size()) != s_.rails)
       return {Errc::invalid_argument,
               fmt::format("the server's --domains lists {} NICs but the client runs {} rails", o_.domains.size(), s_.rails)};
@@ -71,7 +71,7 @@ class ServeRun {
         return {Errc::invalid_argument, fmt::format("rail {}: no interface of the server shares a subnet with the client's "
                                                     "{}; start the server with --domains",
                                                     r, peer.empty() ? "(unknown address)" : peer)};
-      topts.push_back(transport_options(s_, dom, interface_named(dom).ip));
+      topts.push_back(transport::DomainSite{dom, interface_named(dom).ip});
     }
     auto sess = open_session(s_, topts, s_.region_bytes(), std::max<uint32_t>(2, s_.depth));
     if (!sess) return sess.status();

@@ -52,7 +52,7 @@ class ServerLoop {
   }
   Status cqe_error(size_t l, const Completion& c) {
     return {Errc::io, fmt::format("server thread {}: {} of {} B failed: {}", t_.index, transport::op_name(c.op), c.len,
-                                  t_.eps[l]->describe_error(c.err))};
+                                  t_.eps[l]->describe_error(c))};
   }
   void idle(int& n) {
     // Park between empty polls so a passive side does not starve the measuring threads of a core;
@@ -85,7 +85,7 @@ class ServerLoop {
 
   // Completion handling shared by the echo loop.
   Status handle(size_t l, const Completion& c) {
-    if (c.err) return cqe_error(l, c);
+    if (!c.ok()) return cqe_error(l, c);
     if (c.op == Op::recv) pending_recv_.push_back(c);
     else if (c.op == Op::send && (c.wr_id & kSendTag)) pending_send_.push_back(c.wr_id & ~kSendTag);
     return {};
@@ -108,7 +108,7 @@ class ServerLoop {
         int n = t_.eps[l]->poll(cq);
         if (n < 0) return io_error(l);
         for (int i = 0; i < n; ++i)
-          if (cq[i].err) return cqe_error(l, cq[i]);
+          if (!cq[i].ok()) return cqe_error(l, cq[i]);
         got += n;
       }
       if (got == 0) idle(n_idle);
@@ -130,7 +130,7 @@ class ServerLoop {
           int n = t_.eps[k]->poll(cq);
           if (n < 0) return io_error(k);
           for (int c = 0; c < n; ++c)
-            if (cq[c].err) return cqe_error(k, cq[c]);
+            if (!cq[c].ok()) return cqe_error(k, cq[c]);
         }
         long_wait(since);
       }
@@ -239,7 +239,7 @@ class ServerLoop {
         got += n;
         for (int i = 0; i < n; ++i) {
           const Completion& c = cq[i];
-          if (c.err) return cqe_error(l, c);
+          if (!c.ok()) return cqe_error(l, c);
           if (c.op != Op::recv) continue;
           Status st = take_message(l, c);
           if (!st) return st;

@@ -6,26 +6,15 @@
 
 namespace rb::bench {
 
-transport::TransportOptions transport_options(const RunSpec& s, const std::string& domain, const std::string& local_ip) {
-  return {s.provider, domain, local_ip, s.validate, s.transport_opts};
-}
-
-Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
+Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::DomainSite>& sites,
                                               uint64_t bytes, uint32_t rx_slots) {
-  const auto* entry = transport::find_transport(s.transport);
-  if (!entry) {
-    std::string names;
-    for (auto& e : transport::registry()) names += (names.empty() ? "" : ", ") + e.name;
-    return Status(Errc::invalid_argument, fmt::format("-t {}: unknown transport; choose one of: {}", s.transport, names));
-  }
   auto session = std::make_unique<Session>();
   session->ept = s.eps_per_thread();
   session->qps = s.qps;
-  std::string name = s.transport + (s.provider.empty() ? "" : ":" + s.provider);
-  for (const auto& topt : topts) {
-    auto dom = entry->open(topt);
+  for (const auto& site : sites) {
+    auto dom = transport::open_selected(s.transport, site);
     if (!dom) return dom.status();
-    Status c = check_caps(s, dom.value()->caps(), name);
+    Status c = check_caps(s, dom.value()->caps(), s.transport.label());
     if (!c) return c;
     session->domains.push_back(std::move(dom.value()));
   }

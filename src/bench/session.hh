@@ -31,13 +31,10 @@ struct Session {
   }
 };
 
-// What one domain of the run is told: the spec's transport choice on `domain`, reached from `local_ip`.
-transport::TransportOptions transport_options(const RunSpec& s, const std::string& domain, const std::string& local_ip);
-
 // Opens the transport named by the spec (one domain per entry of `topts`: one, or one per rail),
 // checks the spec against its capabilities, registers `bytes` of memory in every domain and opens
 // rails x qps endpoints per thread.
-Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::TransportOptions>& topts,
+Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::DomainSite>& sites,
                                               uint64_t bytes, uint32_t rx_slots);
 std::vector<std::vector<uint8_t>> endpoint_addresses(const Session& s);
 std::vector<transport::RemoteRegion> regions_of(const Session& s);  // one per domain

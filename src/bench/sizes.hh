@@ -5,10 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes.hh"
 #include "core/status.hh"
 
 namespace rb::bench {
-Result<uint64_t> parse_bytes(const std::string& text, const char* flag);
+using rb::format_bytes;
+using rb::parse_bytes;
 Result<std::vector<uint64_t>> parse_size_list(const std::string& text, const char* flag);
-std::string format_bytes(uint64_t n);  // 4096 -> "4K", 1536 -> "1536"
 }  // namespace rb::bench

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.hh"
+#include "transport/selection.hh"
 #include "transport/transport.hh"
 
 namespace rb::bench {
@@ -22,10 +23,7 @@ constexpr uint64_t kDefaultItersBw = 5000;
 constexpr uint64_t kDefaultItersLat = 10000;
 
 struct RunSpec {
-  std::string transport = "ofi";
-  std::string provider;  // libfabric provider for ofi; empty = auto
-  std::string domain;    // client side NIC; empty = the interface carrying --addr
-  std::map<std::string, std::string> transport_opts;  // -o KEY=VALUE, applied on both sides
+  transport::Selection transport;  // -t, the client's --domain, -o (applied on both sides)
   std::vector<std::string> domains;  // client NICs, one per rail (--domains); empty = one domain for all rails
   std::vector<Op> ops{Op::write};
   std::vector<Mode> modes{Mode::bw};

@@ -32,7 +32,7 @@ Status check(const RunSpec& s) {
   if (!s.domains.empty() && int(s.domains.size()) != s.rails)
     return bad(fmt::format("--domains lists {} NICs but --rails is {}: one domain per rail; drop --rails or make them match",
                            s.domains.size(), s.rails));
-  if (!s.domains.empty() && !s.domain.empty()) return bad("--domain and --domains: give one NIC or one per rail, not both");
+  if (!s.domains.empty() && !s.transport.domain.empty()) return bad("--domain and --domains: give one NIC or one per rail, not both");
   if (s.iters && s.duration_s > 0) return bad("--iters and --duration both given: choose one");
   if (s.duration_s < 0) return bad(fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
   if (s.warmup_given && s.warmup_iters && s.warmup_s > 0) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
@@ -114,10 +114,10 @@ Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string&
     if (c.max_msg && size > c.max_msg)
       return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", format_bytes(size), name,
                              format_bytes(c.max_msg)));
-  if (s.validate && !c.validation)
+  if (s.validate && !c.peer_memory_readable)
     return {Errc::unsupported, fmt::format("--validate: {} moves data where the server cannot check it; "
                                            "validate with another transport (e.g. dma:cpu)", name)};
-  if (!c.latency_echo && has_op(s, Op::write) && has_mode(s, Mode::lat))
+  if (!c.peer_sees_writes && has_op(s, Op::write) && has_mode(s, Mode::lat))
     return {Errc::unsupported, fmt::format("--op write --mode lat: {} has no peer that sees writes land; "
                                            "use --mode bw or --op read", name)};
   if (has_mode(s, Mode::bw) && c.tx_depth && s.depth > c.tx_depth)

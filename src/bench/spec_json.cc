@@ -23,7 +23,9 @@ json spec_to_json(const RunSpec& s) {
   json ops = json::array(), modes = json::array();
   for (Op o : s.ops) ops.push_back(transport::op_name(o));
   for (Mode m : s.modes) modes.push_back(mode_name(m));
-  return json{{"transport", s.transport}, {"provider", s.provider}, {"domain", s.domain}, {"transport_opts", s.transport_opts}, {"domains", s.domains},
+  const auto& t = s.transport;
+  json transport = {{"name", t.name}, {"variant", t.variant}, {"domain", t.domain}, {"options", t.options}};
+  return json{{"transport", transport}, {"domains", s.domains},
               {"ops", ops}, {"modes", modes}, {"sizes", s.sizes},
               {"iters", s.iters}, {"duration_s", s.duration_s},
               {"warmup_iters", s.warmup_iters}, {"warmup_s", s.warmup_s}, {"warmup_given", s.warmup_given},
@@ -40,10 +42,8 @@ json spec_to_json(const RunSpec& s) {
 Result<RunSpec> spec_from_json(const json& j) {
   RunSpec s;
   try {
-    s.transport = j.at("transport");
-    s.provider = j.at("provider");
-    s.domain = j.at("domain");
-    s.transport_opts = j.value("transport_opts", std::map<std::string, std::string>{});
+    const json& t = j.at("transport");
+    s.transport = {t.at("name"), t.at("variant"), t.at("domain"), t.at("options").get<std::map<std::string, std::string>>()};
     s.domains = j.value("domains", std::vector<std::string>{});
     s.ops.clear();
     for (auto& o : j.at("ops")) {

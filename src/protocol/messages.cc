@@ -138,6 +138,12 @@ json body(const M&) {  // messages without fields
 Result<Message> hello_from(const json& j) {
   Fields f(j, Hello::kType);
   Hello m;
+  if (j.contains("version") && j["version"].is_string()) {
+    // rdmabench before the protocol had a number sent only its release here.
+    m.version = 1;
+    m.software = j["version"].get<std::string>();
+    return f.done(std::move(m));
+  }
   m.version = f.get<int>("version");
   m.software = f.get<std::string>("software");
   if (m.version != kVersion) return f.done(std::move(m));  // the rest may differ: the receiver says why it stops

@@ -1,35 +1,66 @@
 #pragma once
-// The explicit list of transports. Each entry names itself, describes its options, opens a
-// Domain and can say whether it is usable on this machine (for --list).
+// The explicit list of transports. Each entry declares everything the rest of the program needs
+// to know about a transport: its name, what it is, its variants (-t NAME:VARIANT), what --domain
+// means for it, its typed -o options, the instances the tests run, how to open it and how to say
+// whether it is usable here. --help, --list, the -o checks, the conformance suite and the e2e
+// parametrisation are all generated from these entries; nothing else names a transport.
+// Adding a transport is one folder and one line in registry.cc (see docs/transports.md).
 #include <functional>
-#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "transport/options.hh"
+#include "transport/selection.hh"
 #include "transport/transport.hh"
 
 namespace rb::transport {
 
-// What every transport may be told; each one documents which fields it reads.
-struct TransportOptions {
-  std::string provider;   // ofi: libfabric provider name ("shm", "tcp", "verbs"); empty = auto
-  std::string domain;     // ofi: libfabric domain (a NIC or interface name); empty = derived
-  std::string local_ip;   // the local address the out-of-band connection uses
-  bool for_validation = false;
-  std::map<std::string, std::string> params;  // -o KEY=VALUE, each transport validates its own
+// What a transport's open() is given: the selection, checked and typed.
+struct OpenArgs {
+  std::string variant;   // after the colon; empty = the transport's default
+  std::string domain;    // --domain (or this rail's NIC); empty = the transport's default
+  std::string local_ip;  // the local address the out-of-band connection uses; empty = none (tests)
+  OptionValues options;  // every declared option: given, or its default
+};
+
+// Where one domain of a run opens: the NIC (--domain, or a rail's) and the local address.
+struct DomainSite {
+  std::string domain;
+  std::string local_ip;
 };
 
 struct Availability {
   std::string name;        // e.g. "ofi:shm"
   bool usable = false;
   std::string detail;      // capabilities when usable, the reason when not
+  std::optional<Caps> caps;  // the capability record, when known without opening
+};
+
+struct Variant {
+  std::string name;  // -t NAME:<name>
+  std::string help;  // what it picks
 };
 
 struct TransportEntry {
   std::string name;
-  std::string description;
-  std::string options_help;
-  std::function<Result<std::unique_ptr<Domain>>(const TransportOptions&)> open;
+  std::string description;  // one line
+  bool is_default = false;  // -t without a value
+  bool test_only = false;   // in-process, for the conformance suite: hidden from --help and --list, refused by -t
+
+  std::string variant_help;       // what the part after the colon means; empty: the transport takes none
+  std::vector<Variant> variants;  // the known variants, the default first
+  bool any_variant = false;       // names beyond `variants` are passed to open() (ofi: any libfabric provider)
+  std::string domain_help;        // what --domain means; empty: --domain is refused
+  std::vector<OptionSpec> options;
+
+  // The instances the conformance suite opens in one process, and the e2e tests run between two
+  // (those --list reports usable): variant names, "" for the default.
+  std::vector<std::string> test_variants;
+
+  // Required: opens one domain. Errors name the flag at fault (-t, --domain, -o) and the fix.
+  std::function<Result<std::unique_ptr<Domain>>(const OpenArgs&)> open;
+  // Required: what --list says, one line per usable or unusable instance.
   std::function<std::vector<Availability>()> probe;
   // Removes what this transport leaves behind for a process killed before it could (shared
   // memory files named after it); may be empty.
@@ -38,10 +69,16 @@ struct TransportEntry {
 
 const std::vector<TransportEntry>& registry();
 const TransportEntry* find_transport(const std::string& name);
+const TransportEntry& default_transport();
 // Every transport's remove_leftovers_of, for a process that was killed.
 void remove_leftovers_of(int pid);
 
-// "ofi:shm" -> {"ofi", "shm"}; "ofi" -> {"ofi", ""}.
-std::pair<std::string, std::string> split_transport(const std::string& spec);
+enum class Use { run, test };  // test: the in-process, test-only transports may be chosen too
+
+// Checks a selection against its entry before anything starts: the name, the variant, --domain
+// and every -o. Returns what open() will be given (local_ip still empty).
+Result<OpenArgs> check_selection(const Selection& s, Use use = Use::run);
+// Checks the selection and opens one domain at `site`.
+Result<std::unique_ptr<Domain>> open_selected(const Selection& s, const DomainSite& site, Use use = Use::run);
 
 }  // namespace rb::transport

@@ -17,6 +17,9 @@ namespace rb::transport {
 enum class Op : uint8_t { write, read, send, recv };
 const char* op_name(Op op);
 
+// What a transport's mechanics allow, as it reports them after open. Every field says what the
+// transport does, not which bench feature it enables, and defaults to "no": a transport claims
+// each one explicitly.
 struct Caps {
   bool write = false, read = false, send = false;
   uint64_t max_msg = 0;          // largest single message or RMA in bytes
@@ -25,13 +28,15 @@ struct Caps {
   uint32_t rx_depth = 0;         // receives a single endpoint can hold posted
   bool target_progress = false;  // the passive side must poll its CQ for RMA data to land
   bool virtual_addressing = false;  // remote addresses are virtual addresses (else offsets)
-  bool selective_completion = true; // can skip completions for unsignaled ops
-  bool latency_echo = true;      // the peer can see writes land (write latency ping-pong)
-  bool validation = true;        // the peer can read the region (--validate)
-  bool checks_bounds = false;    // an op outside the peer's region completes with an error, touching nothing
+  bool selective_completion = false;  // unsignaled ops produce no completion
+  bool peer_sees_writes = false;      // a write lands in the target's registered memory, where it can poll for it
+  bool peer_memory_readable = false;  // the target process can read what ops put in its registered region
+  bool checks_bounds = false;    // an op outside the peer's region completes with remote_access, touching nothing
   bool engine_thread = false;    // a thread of this process moves the data: long waits should yield to it
   double link_gbps = 0;          // 0 when unknown
 };
+// The yes/no fields that are set, space separated: "write read send checks_bounds".
+std::string caps_flags(const Caps& c);
 
 // Where a registered region can be reached from a peer: the address of its first byte as the
 // peer must name it (virtual address or 0 for offset addressing), and its key.
@@ -78,11 +83,29 @@ struct WorkRequest {
   uint64_t wr_id = 0;                // returned in the completion
 };
 
+// How a work request ended, one set for every transport in the manner of ibv_wc_status: each
+// transport maps its provider's codes onto it, so the runner and the tests judge an error
+// without knowing whose it was. The provider's own code travels beside it for the message.
+enum class WcStatus : uint8_t {
+  success,
+  local_length,      // a received message is longer than the posted receive
+  local_protection,  // the local buffer is not registered, or not for this access
+  remote_access,     // the target refused the key, the bounds or the access
+  remote_operation,  // the target failed the operation (e.g. its receive was too short)
+  flushed,           // cancelled: the endpoint is closing or the receive was withdrawn
+  retry_exceeded,    // the peer did not answer in time
+  rnr,               // the receiver had no receive posted
+  fatal,             // anything else: the endpoint is no longer usable
+};
+const char* wc_status_name(WcStatus s);
+
 struct Completion {
   uint64_t wr_id = 0;
   Op op = Op::write;
   uint32_t len = 0;
-  int err = 0;  // 0 on success, else a provider error number (see Endpoint::describe_error)
+  WcStatus status = WcStatus::success;
+  int vendor_err = 0;  // the provider's own code, for Endpoint::describe_error
+  bool ok() const { return status == WcStatus::success; }
 };
 
 class Endpoint {
@@ -102,7 +125,8 @@ class Endpoint {
   // still in flight, discarding them, so nothing from this phase reaches the next one.
   // Returns Errc::timeout if ops are still outstanding after timeout_s.
   virtual Status quiesce(double timeout_s) = 0;
-  virtual std::string describe_error(int err) const = 0;
+  // One line on a failed completion: the shared status and what the provider said about it.
+  virtual std::string describe_error(const Completion& c) const = 0;
   virtual const std::string& last_error() const = 0;
 };
 

@@ -1,3 +1,5 @@
+import functools
+import json
 import os
 import socket
 import subprocess
@@ -8,9 +10,52 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def rdmabench_path():
+    return os.environ.get("RDMABENCH", str(ROOT / "build" / "rdmabench"))
+
+
+@functools.lru_cache(maxsize=1)
+def listing():
+    """The registry as the binary has it (`rdmabench --list json`); empty when there is no binary,
+    which the rdmabench fixture then reports."""
+    path = rdmabench_path()
+    if not os.access(path, os.X_OK):
+        return {"transports": []}
+    out = subprocess.run([path, "--list", "json"], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def listed_transports(*needs):
+    """The -t values the e2e tests run between two processes, taken from the binary rather than
+    written here: each user-facing entry's test variants that --list reports usable on this
+    machine, with every capability in `needs` (e.g. "send", "peer_memory_readable")."""
+    out = []
+    for t in listing()["transports"]:
+        if t["test_only"]:
+            continue
+        for variant in t["test_variants"]:
+            label = f"{t['name']}:{variant}" if variant else t["name"]
+            # An instance is listed under the name -t takes, or a provider layered on it ("tcp;ofi_rxm").
+            found = [i for i in t["instances"] if i["name"] == label or i["name"].startswith(label + ";")]
+            usable = [i for i in found if i["usable"] and all(i.get("caps", {}).get(n) for n in needs)]
+            if usable:
+                out.append(label)
+    return out
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "transports(*caps): parametrize `transport` over listed_transports(*caps)")
+
+
+def pytest_generate_tests(metafunc):
+    marker = metafunc.definition.get_closest_marker("transports")
+    if marker is not None:
+        metafunc.parametrize("transport", listed_transports(*marker.args))
+
+
 @pytest.fixture(scope="session")
 def rdmabench():
-    path = os.environ.get("RDMABENCH", str(ROOT / "build" / "rdmabench"))
+    path = rdmabench_path()
     if not os.access(path, os.X_OK):
         pytest.fail(f"rdmabench binary not found at {path}; run `make build` or set RDMABENCH")
     return path

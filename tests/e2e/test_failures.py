@@ -26,6 +26,13 @@ from conftest import remove_dead_shm_names, run, wait_for_text
     (["--mode", "lat", "--depth", "8"], "--depth"),
     (["--thread-gap", "1000"], "--thread-gap"),
     (["--bogus-flag"], "bogus"),
+    (["-o", "nodelay=1"], "-o nodelay=1"),                      # ofi has no such option
+    (["-t", "tcp", "-o", "nodelay=maybe"], "-o nodelay=maybe"),  # not a boolean
+    (["-t", "tcp", "-o", "sndbuf=lots"], "-o sndbuf=lots"),      # not bytes
+    (["-t", "tcp", "-o", "sndbuf=1K"], "-o sndbuf=1K"),          # below its range
+    (["-t", "tcp:fast"], "-t tcp:fast"),                         # tcp has no variants
+    (["-t", "inproc"], "-t inproc"),                             # in-process, for unit tests only
+    (["--list", "xml"], "--list"),
 ])
 def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
     r = run([rdmabench, "-t", "ofi:shm"] + args if "-t" not in args else [rdmabench] + args, timeout=10)

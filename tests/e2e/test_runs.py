@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import run
+from conftest import listing, run
 
 REQUIRED = ["schema", "tool", "version", "timestamp", "host", "label", "transport", "provider", "fabric",
             "domain", "libfabric_version", "op", "mode", "size", "repeat", "repeats", "params", "results",
@@ -135,10 +135,20 @@ def test_list_shows_usable_providers(rdmabench):
     r = run([rdmabench, "--list"])
     assert r.returncode == 0
     assert "ofi:shm" in r.stdout and "usable" in r.stdout
-    assert "loopback" in r.stdout
+    assert "-o nodelay=0|1" in r.stdout  # each transport's options, with their types
+    assert "inproc" not in r.stdout and "skeleton" not in r.stdout  # test-only
 
 
-@pytest.mark.parametrize("transport", ["ofi:shm", "tcp"])
+def test_list_json_is_the_registry(rdmabench):
+    r = run([rdmabench, "--list", "json"])
+    assert r.returncode == 0, r.stderr
+    entries = {t["name"]: t for t in json.loads(r.stdout)["transports"]}
+    assert entries["inproc"]["test_only"] and entries["skeleton"]["test_only"]
+    assert [t["name"] for t in entries.values() if t["default"]] == ["ofi"]
+    assert entries == {t["name"]: t for t in listing()["transports"]}
+
+
+@pytest.mark.transports("send", "peer_memory_readable")
 def test_rails_qps_lazy_report_per_rail(rdmabench, tmp_path, transport):
     out = tmp_path / "r.jsonl"
     r = run([rdmabench, "-t", transport, "--op", "write,send", "--size", "256", "--iters", "4000", "--rails", "2",
@@ -163,7 +173,7 @@ def test_latency_over_several_endpoints(rdmabench, tmp_path):
         assert sorted(x["iterations"] for x in rec["results"]["per_rail"]) == [167, 167, 167]
 
 
-@pytest.mark.parametrize("transport", ["ofi:shm", "ofi:tcp", "tcp"])
+@pytest.mark.transports("write", "read")
 def test_bidir_reports_each_direction_and_the_sum(rdmabench, tmp_path, transport):
     out = tmp_path / "r.jsonl"
     r = run([rdmabench, "-t", transport, "--op", "write,read", "--size", "4K", "--iters", "3000", "--threads", "2",

@@ -9,17 +9,14 @@
 #include <filesystem>
 #include <string>
 
-#include "transport/ofi/ofi_transport.hh"
+#include "transport/registry.hh"
 #include "transport/ofi/shm_names.hh"
 
 namespace rb::transport {
 namespace {
 
 Result<std::unique_ptr<Domain>> shm_domain() {
-  TransportOptions o;
-  o.provider = "shm";
-  o.local_ip = "127.0.0.1";
-  return ofi::open_domain(o);
+  return open_selected({"ofi", "shm", "", {}}, {"", "127.0.0.1"});
 }
 
 int open_after_a_leftover() {

@@ -117,6 +117,13 @@ TEST(Messages, AHelloOfAnotherVersionDecodesToItsVersionOnly) {
   EXPECT_EQ(std::get<Hello>(h.value()).software, "9.0");
 }
 
+TEST(Messages, AHelloFromBeforeTheProtocolHadANumberIsVersionOne) {
+  auto h = from_json(json{{"type", "hello"}, {"version", "0.1.0"}, {"spec", json::object()}});
+  ASSERT_TRUE(h.is_ok()) << h.status().message();
+  EXPECT_EQ(std::get<Hello>(h.value()).version, 1);
+  EXPECT_EQ(std::get<Hello>(h.value()).software, "0.1.0");
+}
+
 TEST(Hex, RoundTripsAndRejectsJunk) {
   std::vector<uint8_t> b = {0, 1, 0x7f, 0x80, 0xff};
   EXPECT_EQ(to_hex(b), "00017f80ff");

@@ -138,5 +138,26 @@ TEST(SpecCheck, CapsLimitSizeAndDepth) {
   EXPECT_TRUE(check_caps(s, c, "ofi:test").is_ok());
 }
 
+// Caps default to "no": a transport that does not claim the mechanics a run needs is refused
+// with a message naming the flag.
+TEST(SpecCheck, CapsThatDefaultToNoRefuseWhatNeedsThem) {
+  auto s = base();
+  transport::Caps c;
+  c.write = c.read = true;
+  s.validate = true;
+  Status st = check_caps(s, c, "demo");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("--validate"), std::string::npos) << st.message();
+  c.peer_memory_readable = true;
+  EXPECT_TRUE(check_caps(s, c, "demo").is_ok());
+  s.validate = false;
+  s.modes = {Mode::lat};
+  st = check_caps(s, c, "demo");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("--mode lat"), std::string::npos) << st.message();
+  c.peer_sees_writes = true;
+  EXPECT_TRUE(check_caps(s, c, "demo").is_ok());
+}
+
 }  // namespace
 }  // namespace rb::bench

@@ -7,7 +7,7 @@ namespace {
 
 TEST(SpecJson, RoundTrip) {
   RunSpec s;
-  s.provider = "tcp";
+  s.transport = {"ofi", "tcp", "eth1", {{"key", "value"}, {"other", "1"}}};
   s.ops = {Op::write, Op::send};
   s.modes = {Mode::bw, Mode::lat};
   s.sizes = {64, 4096};
@@ -21,6 +21,9 @@ TEST(SpecJson, RoundTrip) {
   auto back = spec_from_json(spec_to_json(s));
   ASSERT_TRUE(back.is_ok());
   EXPECT_EQ(spec_to_json(*back), spec_to_json(s));
+  EXPECT_EQ(back->transport.label(), "ofi:tcp");
+  EXPECT_EQ(back->transport.domain, "eth1");
+  EXPECT_EQ(back->transport.options, s.transport.options);
 }
 
 TEST(SpecJson, MissingFieldIsAnError) {

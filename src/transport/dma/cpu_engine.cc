@@ -82,7 +82,7 @@ class CpuEngine final : public CopyEngine {
         std::atomic_ref<uint8_t>(static_cast<uint8_t*>(c.dst)[c.len - 1])
             .store(static_cast<const uint8_t*>(c.src)[c.len - 1], std::memory_order_release);
       if (c.signal)
-        while (!cq_.push(Completion{c.wr_id, c.op, uint32_t(c.len), 0})) std::this_thread::yield();
+        while (!cq_.push(Completion{c.wr_id, c.op, uint32_t(c.len)})) std::this_thread::yield();
       done_.fetch_add(1, std::memory_order_release);
     }
   }

@@ -64,8 +64,10 @@ class CudaEngine final : public CopyEngine {
       if (rc == CudaRuntime::kNotReady) break;
       int err = rc == CudaRuntime::kSuccess ? 0 : rc;
       if (err) err_ = rt_->error(rc);
+      // A failed copy leaves the stream unusable (CUDA errors are sticky): nothing to retry.
+      WcStatus status = err ? WcStatus::fatal : WcStatus::success;
       for (auto& c : b.signaled) {
-        Completion done{c.wr_id, c.op, uint32_t(c.len), err};
+        Completion done{c.wr_id, c.op, uint32_t(c.len), status, err};
         if (n < out.size()) out[n++] = done;
         else done_.push_back(done);
       }

@@ -31,6 +31,19 @@ class SharedHostMemory final : public HostMemory {
   SharedMemory m_;
 };
 
+Caps engine_caps(Engine kind) {
+  Caps c;
+  c.write = c.read = true;
+  c.max_msg = 1ull << 31;
+  c.tx_depth = kQueueDepth;
+  c.selective_completion = true;
+  c.engine_thread = kind == Engine::cpu;
+  c.checks_bounds = true;
+  // The cuda engine's far side is a device buffer: invisible to the server, and nobody there polls it.
+  c.peer_sees_writes = c.peer_memory_readable = kind == Engine::cpu;
+  return c;
+}
+
 // Registered ranges remember which shared allocation (memfd) they live in.
 struct Allocation {
   uint8_t* p;
@@ -104,7 +117,7 @@ class DmaEp final : public Endpoint {
       if (w.remote_off > remote_len_ || w.len > remote_len_ - w.remote_off) {
         // Out of the peer's registered range: fails like a NIC's protection error, nothing is touched.
         if (!submit_copies(true, taken)) return int(taken);
-        local_done_.push_back({w.wr_id, w.op, w.len, EFAULT});
+        local_done_.push_back({w.wr_id, w.op, w.len, WcStatus::remote_access, EFAULT});
         ++taken;
         continue;
       }
@@ -142,9 +155,9 @@ class DmaEp final : public Endpoint {
     return s;
   }
 
-  std::string describe_error(int err) const override {
-    if (err == EFAULT) return "outside the peer's registered region";
-    return fmt::format("copy failed ({}): {}", err, engine_->last_error());
+  std::string describe_error(const Completion& c) const override {
+    if (c.vendor_err == EFAULT) return fmt::format("{}: outside the peer's registered region", wc_status_name(c.status));
+    return fmt::format("{}: copy failed ({}): {}", wc_status_name(c.status), c.vendor_err, engine_->last_error());
   }
   const std::string& last_error() const override { return err_; }
 
@@ -178,20 +191,11 @@ class DmaEp final : public Endpoint {
 
 class DmaDomain final : public Domain {
  public:
-  DmaDomain(Engine kind, std::shared_ptr<CudaRuntime> rt, int dev) : kind_(kind), rt_(std::move(rt)), dev_(dev) {
-    caps_.write = caps_.read = true;
-    caps_.send = false;
-    caps_.max_msg = 1ull << 31;
-    caps_.tx_depth = kQueueDepth;
-    caps_.target_progress = false;
-    caps_.engine_thread = kind == Engine::cpu;
-    caps_.checks_bounds = true;
+  DmaDomain(Engine kind, std::shared_ptr<CudaRuntime> rt, int dev)
+      : kind_(kind), rt_(std::move(rt)), dev_(dev), caps_(engine_caps(kind)) {
     if (kind == Engine::cpu) {
       info_ = {"dma", "cpu", "host-memory", "memfd", ""};
     } else {
-      // The device region is invisible to the server, and nobody on the far side polls it.
-      caps_.validation = false;
-      caps_.latency_echo = false;
       info_ = {"dma", "cuda", "cuda", fmt::format("gpu{} {}", dev, rt_->pci_bus_id(dev)),
                fmt::format("cudart {}.{}", rt_->version / 1000, rt_->version % 1000 / 10)};
     }
@@ -251,14 +255,12 @@ class DmaDomain final : public Domain {
 
 }  // namespace
 
-Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
-  if (opt.provider.empty() || opt.provider == "cpu") {
+Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt) {
+  if (opt.variant.empty() || opt.variant == "cpu") {
     if (!opt.domain.empty())
       return Status(Errc::invalid_argument, "--domain: dma:cpu has no devices to choose; drop --domain");
     return std::unique_ptr<Domain>(new DmaDomain(Engine::cpu, nullptr, 0));
   }
-  if (opt.provider != "cuda")
-    return Status(Errc::invalid_argument, fmt::format("-t dma:{}: unknown copy engine; choose dma:cpu or dma:cuda", opt.provider));
   auto rt = CudaRuntime::load();
   if (!rt) return Status(Errc::unavailable, "-t dma:cuda: " + rt.status().message());
   int dev = 0;
@@ -276,12 +278,17 @@ Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
 TransportEntry registry_entry() {
   TransportEntry e;
   e.name = "dma";
-  e.description = "copy engines (the DMA experiment): dma:cpu copy thread per queue, dma:cuda the GPU's copy engines";
-  e.options_help = "-t dma:cpu | dma:cuda; with cuda, --domain N picks GPU N (default 0); write/read only";
-  e.open = [](const TransportOptions& o) { return open_domain(o); };
+  e.description = "copy engines moving memory as a NIC's DMA would (the DMA experiment); write and read only";
+  e.variant_help = "the copy engine";
+  e.variants = {{"cpu", "a copy thread per queue, into the peer's region in shared memory; the default"},
+                {"cuda", "the GPU's copy engines, pinned host buffers to and from device memory"}};
+  e.domain_help = "dma:cuda: the GPU index (default 0); dma:cpu takes none";
+  e.test_variants = {"cpu", "cuda"};
+  e.open = open_domain;
   e.probe = [] {
     std::vector<Availability> out;
-    out.push_back({"dma:cpu", true, "memcpy by one engine thread per queue; server region in shared memory (memfd)"});
+    out.push_back({"dma:cpu", true, "memcpy by one engine thread per queue; server region in shared memory (memfd)",
+                   engine_caps(Engine::cpu)});
     auto rt = CudaRuntime::load();
     if (!rt) {
       out.push_back({"dma:cuda", false, rt.status().message()});
@@ -289,7 +296,8 @@ TransportEntry registry_entry() {
       auto& r = *rt.value();
       out.push_back({"dma:cuda", true,
                      fmt::format("{} GPU(s), runtime {}.{} ({}), cudaMemcpyBatchAsync {}", r.devices, r.version / 1000,
-                                 r.version % 1000 / 10, r.path, r.has_batch() ? "yes" : "no (one cudaMemcpyAsync per op)")});
+                                 r.version % 1000 / 10, r.path, r.has_batch() ? "yes" : "no (one cudaMemcpyAsync per op)"),
+                     engine_caps(Engine::cuda)});
     }
     return out;
   };

@@ -6,5 +6,6 @@
 
 namespace rb::transport::dma {
 TransportEntry registry_entry();
-Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt);
+// `variant` is the engine (cpu, the default, or cuda); `domain` the GPU index for cuda.
+Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt);
 }  // namespace rb::transport::dma

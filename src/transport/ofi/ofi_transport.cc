@@ -17,6 +17,7 @@
 #include "core/ring_slots.hh"
 #include "transport/ofi/ofi_info.hh"
 #include "transport/ofi/shm_names.hh"
+#include "transport/ofi/wc_status.hh"
 
 namespace rb::transport::ofi {
 namespace {
@@ -176,7 +177,7 @@ class OfiEp final : public Endpoint {
         auto* ctx = static_cast<OpContext*>(ents[i].op_context);
         ctx->posted_recv = false;
         if (outstanding_) --outstanding_;
-        out[i] = {ctx->wr_id, ctx->op, ctx->op == Op::recv ? uint32_t(ents[i].len) : ctx->len, 0};
+        out[i] = {ctx->wr_id, ctx->op, ctx->op == Op::recv ? uint32_t(ents[i].len) : ctx->len};
       }
       return int(rc);
     }
@@ -191,14 +192,17 @@ class OfiEp final : public Endpoint {
       // Providers often repeat the generic text as their own: say it once.
       if (prov && *prov && std::strcmp(prov, fi_strerror(e.err)) != 0) err_ = fmt::format("{} (provider: {})", fi_strerror(e.err), prov);
       else err_ = fi_strerror(e.err);
-      out[0] = {ctx ? ctx->wr_id : 0, ctx ? ctx->op : Op::write, ctx ? ctx->len : 0, e.err ? e.err : FI_EOTHER};
+      int code = e.err ? e.err : FI_EOTHER;
+      out[0] = {ctx ? ctx->wr_id : 0, ctx ? ctx->op : Op::write, ctx ? ctx->len : 0, wc_status_of(code), code};
       return 1;
     }
     err_ = "fi_cq_read: " + fi_error(int(rc));
     return -1;
   }
 
-  std::string describe_error(int err) const override { return err_.empty() ? std::string(fi_strerror(err)) : err_; }
+  std::string describe_error(const Completion& c) const override {
+    return fmt::format("{}: {}", wc_status_name(c.status), err_.empty() ? fi_strerror(c.vendor_err) : err_.c_str());
+  }
   const std::string& last_error() const override { return err_; }
 
  private:
@@ -218,18 +222,28 @@ class OfiEp final : public Endpoint {
   std::string err_;
 };
 
+// What a provider's fi_info promises. No bounds checks claimed: shm's CMA path checks neither
+// keys nor bounds (docs/transports.md), and rdmabench never relies on a provider for protection.
+Caps caps_of(const fi_info* i) {
+  Caps c;
+  c.write = c.read = c.send = true;
+  c.max_msg = i->ep_attr->max_msg_size;
+  c.inject = i->tx_attr->inject_size;
+  c.tx_depth = uint32_t(i->tx_attr->size);
+  c.rx_depth = uint32_t(i->rx_attr->size);
+  c.virtual_addressing = i->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+  c.target_progress = i->domain_attr->data_progress != FI_PROGRESS_AUTO;
+  c.selective_completion = true;  // FI_SELECTIVE_COMPLETION is part of the core API
+  c.peer_sees_writes = c.peer_memory_readable = true;  // RMA targets the registered host memory itself
+  if (i->nic && i->nic->link_attr && i->nic->link_attr->speed) c.link_gbps = double(i->nic->link_attr->speed) / 1e9;
+  return c;
+}
+
 class OfiDomain final : public Domain {
  public:
   explicit OfiDomain(std::shared_ptr<Fabric> f) : f_(std::move(f)) {
     const fi_info* i = f_->info.get();
-    caps_.write = caps_.read = caps_.send = true;
-    caps_.max_msg = i->ep_attr->max_msg_size;
-    caps_.inject = i->tx_attr->inject_size;
-    caps_.tx_depth = uint32_t(i->tx_attr->size);
-    caps_.rx_depth = uint32_t(i->rx_attr->size);
-    caps_.virtual_addressing = i->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
-    caps_.target_progress = i->domain_attr->data_progress != FI_PROGRESS_AUTO;
-    if (i->nic && i->nic->link_attr && i->nic->link_attr->speed) caps_.link_gbps = double(i->nic->link_attr->speed) / 1e9;
+    caps_ = caps_of(i);
     uint32_t v = fi_version();
     info_ = {"ofi", i->fabric_attr->prov_name, i->fabric_attr->name, i->domain_attr->name,
              fmt::format("{}.{}", FI_MAJOR(v), FI_MINOR(v))};
@@ -272,21 +286,21 @@ std::string domain_names(const fi_info* list) {
 
 }  // namespace
 
-Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
+Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt) {
   std::string why;
   // Auto: a peer on this host (loopback) is best reached through shared memory; otherwise take
   // libfabric's own preference among the providers on the interface that carries the run.
   bool local = opt.local_ip.rfind("127.", 0) == 0 || opt.local_ip == "::1";
-  if (opt.provider.empty() && local && opt.domain.empty() && query("shm")) {
-    TransportOptions shm = opt;
-    shm.provider = "shm";
+  if (opt.variant.empty() && local && opt.domain.empty() && query("shm")) {
+    OpenArgs shm = opt;
+    shm.variant = "shm";
     return open_domain(shm);
   }
-  auto infos = query(opt.provider, &why);
+  auto infos = query(opt.variant, &why);
   if (!infos)
     return Status(Errc::unavailable,
                   fmt::format("libfabric provider '{}' has no RDM endpoint with MSG+RMA here ({}); see rdmabench --list",
-                              opt.provider.empty() ? "(any)" : opt.provider, why));
+                              opt.variant.empty() ? "(any)" : opt.variant, why));
   const fi_info* chosen = nullptr;
   if (!opt.domain.empty()) {
     uint32_t family = opt.local_ip.find(':') != std::string::npos ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
@@ -340,7 +354,7 @@ std::vector<Availability> probe() {
     for (auto* i = all->get(); i; i = i->next) first.emplace(std::pair{i->fabric_attr->prov_name, i->domain_attr->name}, i);
     for (auto& [key, info] : first) {
       const std::string& name = key.first;
-      out.push_back({"ofi:" + name, true, describe(info)});
+      out.push_back({"ofi:" + name, true, describe(info), caps_of(info)});
       size_t p = 0;
       while (p <= name.size()) {
         size_t e = name.find(';', p);
@@ -369,9 +383,18 @@ std::vector<Availability> probe() {
 TransportEntry registry_entry() {
   TransportEntry e;
   e.name = "ofi";
-  e.description = "libfabric RDM endpoints: any provider (shm, tcp here; verbs, efa, cxi on clusters)";
-  e.options_help = "-t ofi:<provider> picks a provider (ofi alone lets libfabric choose); --domain NAME picks a NIC";
-  e.open = [](const TransportOptions& o) { return open_domain(o); };
+  e.description = "libfabric RDM endpoints with MSG and RMA, on any provider";
+  e.is_default = true;
+  e.variant_help = "a libfabric provider; none: shm for a peer on this host, else libfabric's choice";
+  e.variants = {{"shm", "shared memory between processes on one host"},
+                {"tcp", "libfabric's tcp provider, with rxm"},
+                {"verbs", "InfiniBand and RoCE NICs"},
+                {"efa", "AWS Elastic Fabric Adapter"},
+                {"cxi", "HPE Slingshot"}};
+  e.any_variant = true;
+  e.domain_help = "a libfabric domain (NIC or interface) of this side; default: the interface carrying --addr";
+  e.test_variants = {"shm", "tcp"};
+  e.open = open_domain;
   e.probe = probe;
   e.remove_leftovers_of = [](int pid) { remove_shm_names_of(pid); };
   return e;

@@ -6,6 +6,7 @@
 
 namespace rb::transport::ofi {
 TransportEntry registry_entry();
-Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt);
+// `variant` is the libfabric provider (empty: libfabric picks); `domain` a libfabric domain.
+Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt);
 std::vector<Availability> probe();
 }  // namespace rb::transport::ofi

@@ -40,6 +40,16 @@ namespace {
 
 constexpr size_t kStaging = 256 << 10;
 
+// The status of one of our requests that the target answered with an ERR frame.
+WcStatus status_of_answer(int code) {
+  switch (code) {
+    case kErrBadKey:
+    case kErrOutOfBounds: return WcStatus::remote_access;
+    case kErrTruncated: return WcStatus::remote_operation;  // the target's receive was too short
+  }
+  return WcStatus::fatal;
+}
+
 void tune(int fd, const SocketOptions& so) {
   int one = so.nodelay ? 1 : 0;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -195,13 +205,14 @@ class TcpEp final : public Endpoint {
     return {};
   }
 
-  std::string describe_error(int err) const override {
-    switch (err) {
-      case kErrBadKey: return "the target has no region with that key";
-      case kErrOutOfBounds: return "outside the target's registered region";
-      case kErrTruncated: return "message longer than the posted receive";
+  std::string describe_error(const Completion& c) const override {
+    const char* status = wc_status_name(c.status);
+    switch (c.vendor_err) {
+      case kErrBadKey: return fmt::format("{}: the target has no region with that key", status);
+      case kErrOutOfBounds: return fmt::format("{}: outside the target's registered region", status);
+      case kErrTruncated: return fmt::format("{}: message longer than the posted receive", status);
     }
-    return fmt::format("error {}: {}", err, err_);
+    return fmt::format("{} (code {}): {}", status, c.vendor_err, err_);
   }
   const std::string& last_error() const override { return err_; }
 
@@ -261,14 +272,14 @@ class TcpEp final : public Endpoint {
     sent_.clear();
     if (!out_.flush(sent_)) return fail(fmt::format("tcp: send to peer: {}", strerror(errno)));
     for (auto& f : sent_)  // signaled writes and sends, handed to the kernel
-      done_.push_back({f.hdr.wr_id, f.hdr.type == Frame::write ? Op::write : Op::send, f.hdr.len, 0});
+      done_.push_back({f.hdr.wr_id, f.hdr.type == Frame::write ? Op::write : Op::send, f.hdr.len});
     return true;
   }
 
   void complete_read() {
     PendingRead pr = reads_.front();
     reads_.pop_front();
-    if (pr.signal) done_.push_back({pr.wr_id, Op::read, pr.len, 0});
+    if (pr.signal) done_.push_back({pr.wr_id, Op::read, pr.len});
   }
 
   void answer_error(const Header& req, int code) {
@@ -360,7 +371,7 @@ class TcpEp final : public Endpoint {
         if (acks_.empty()) return fail("tcp: protocol error: unexpected ack");
         AckWait a = acks_.front();
         acks_.pop_front();
-        if (a.signal) done_.push_back({a.wr_id, Op::write, cur_.len, 0});
+        if (a.signal) done_.push_back({a.wr_id, Op::write, cur_.len});
         return true;
       }
       case Frame::err: {
@@ -368,7 +379,7 @@ class TcpEp final : public Endpoint {
         Op op = orig == Frame::read_req ? Op::read : orig == Frame::send ? Op::send : Op::write;
         if (orig == Frame::read_req && !reads_.empty()) reads_.pop_front();
         if (orig == Frame::write && (cur_.flags & frame_flag::ack) && !acks_.empty()) acks_.pop_front();
-        done_.push_back({cur_.wr_id, op, cur_.len, int(cur_.offset)});
+        done_.push_back({cur_.wr_id, op, cur_.len, status_of_answer(int(cur_.offset)), int(cur_.offset)});
         return true;
       }
       default:
@@ -387,7 +398,7 @@ class TcpEp final : public Endpoint {
   void finish_frame() {
     switch (cur_.type) {
       case Frame::send:
-        done_.push_back({recv_.wr_id, Op::recv, cur_.len, err_code_});
+        done_.push_back({recv_.wr_id, Op::recv, cur_.len, err_code_ ? WcStatus::local_length : WcStatus::success, err_code_});
         if (err_code_) answer_error(cur_, err_code_);
         break;
       case Frame::write:

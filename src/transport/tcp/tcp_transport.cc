@@ -26,15 +26,23 @@ class TcpMr final : public MemoryRegion {
   uint64_t key_;
 };
 
+Caps tcp_caps() {
+  Caps c;
+  c.write = c.read = c.send = true;
+  c.max_msg = 1ull << 31;
+  c.tx_depth = 4096;
+  c.rx_depth = 4096;
+  c.target_progress = true;  // the target's endpoint applies writes and serves reads
+  c.selective_completion = true;
+  c.peer_sees_writes = c.peer_memory_readable = true;  // writes land in the target's registered memory
+  c.checks_bounds = true;
+  return c;
+}
+
 class TcpDomain final : public Domain {
  public:
-  TcpDomain(std::string ip, SocketOptions so) : ip_(std::move(ip)), so_(so), regions_(std::make_shared<RegionTable>()) {
-    caps_.write = caps_.read = caps_.send = true;
-    caps_.max_msg = 1ull << 31;
-    caps_.tx_depth = 4096;
-    caps_.rx_depth = 4096;
-    caps_.target_progress = true;  // the target's endpoint applies writes and serves reads
-    caps_.checks_bounds = true;
+  TcpDomain(std::string ip, SocketOptions so)
+      : ip_(std::move(ip)), so_(so), regions_(std::make_shared<RegionTable>()), caps_(tcp_caps()) {
     std::string iface = interface_name_of(ip_);
     info_ = {"tcp", "kernel", "tcp", iface.empty() ? ip_ : iface, ""};
   }
@@ -55,35 +63,13 @@ class TcpDomain final : public Domain {
   DomainInfo info_;
 };
 
-// Socket buffer sizes as people type them: 262144, 256K, 4M.
-Result<int> parse_buffer(const std::string& key, const std::string& v) {
-  char* end = nullptr;
-  long x = strtol(v.c_str(), &end, 10);
-  std::string suffix = end ? end : "";
-  int shift = suffix.empty() ? 0 : suffix == "K" || suffix == "k" ? 10 : suffix == "M" || suffix == "m" ? 20 : -1;
-  if (v.empty() || end == v.c_str() || shift < 0 || x <= 0 || x > (1l << 30) >> shift || (x << shift) < 4096)
-    return Status(Errc::invalid_argument, fmt::format("-o {}={}: give bytes from 4K to 1G, e.g. {}=4M", key, v, key));
-  return int(x << shift);
-}
-
 }  // namespace
 
-Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt) {
-  if (!opt.provider.empty())
-    return Status(Errc::invalid_argument, fmt::format("-t tcp:{}: the tcp transport has no providers; use -t tcp", opt.provider));
+Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt) {
   SocketOptions so;
-  for (auto& [k, v] : opt.params) {
-    if (k == "nodelay") {
-      if (v != "0" && v != "1") return Status(Errc::invalid_argument, fmt::format("-o nodelay={}: must be 0 or 1", v));
-      so.nodelay = v == "1";
-    } else if (k == "sndbuf" || k == "rcvbuf") {
-      auto x = parse_buffer(k, v);
-      if (!x) return x.status();
-      (k == "sndbuf" ? so.sndbuf : so.rcvbuf) = *x;
-    } else {
-      return Status(Errc::invalid_argument, fmt::format("-o {}: unknown tcp option; valid: nodelay=0|1, sndbuf=BYTES, rcvbuf=BYTES", k));
-    }
-  }
+  so.nodelay = opt.options.flag("nodelay");
+  so.sndbuf = int(opt.options.number("sndbuf"));
+  so.rcvbuf = int(opt.options.number("rcvbuf"));
   std::string ip = opt.local_ip;
   if (!opt.domain.empty()) {  // a NIC named by --domain/--domains: use its address
     ip = interface_named(opt.domain).ip;
@@ -97,10 +83,17 @@ TransportEntry registry_entry() {
   TransportEntry e;
   e.name = "tcp";
   e.description = "kernel TCP sockets, the baseline: SEND as framed messages, WRITE/READ as requests the peer applies";
-  e.options_help = "-o nodelay=0|1 (default 1), -o sndbuf=BYTES, -o rcvbuf=BYTES (default: the kernel's)";
-  e.open = [](const TransportOptions& o) { return open_domain(o); };
+  e.domain_help = "a network interface of this side (its address is used); default: the one carrying --addr";
+  e.options = {
+      {"nodelay", OptionType::boolean, "1", "TCP_NODELAY: send small frames at once (0 lets Nagle batch them)"},
+      {"sndbuf", OptionType::bytes, "", "SO_SNDBUF of every connection; default: the kernel's", {}, 4096, 1ull << 30},
+      {"rcvbuf", OptionType::bytes, "", "SO_RCVBUF of every connection; default: the kernel's", {}, 4096, 1ull << 30},
+  };
+  e.test_variants = {""};
+  e.open = open_domain;
   e.probe = [] {
-    return std::vector<Availability>{{"tcp", true, "one connection per endpoint pair, both directions on it; TCP_NODELAY on by default"}};
+    return std::vector<Availability>{{"tcp", true, "one connection per endpoint pair, both directions on it; TCP_NODELAY on by default",
+                                      tcp_caps()}};
   };
   return e;
 }

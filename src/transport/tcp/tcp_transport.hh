@@ -8,5 +8,5 @@
 
 namespace rb::transport::tcp {
 TransportEntry registry_entry();
-Result<std::unique_ptr<Domain>> open_domain(const TransportOptions& opt);
+Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt);
 }  // namespace rb::transport::tcp

@@ -1,0 +1,252 @@
+#include "transport/inproc/inproc.hh"
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+namespace rb::transport::inproc {
+namespace {
+
+// Provider codes, kept beside the shared status for describe_error.
+constexpr int kErrBadKey = 1;
+constexpr int kErrOutOfBounds = 2;
+constexpr int kErrTruncated = 3;
+
+struct Region {
+  uint8_t* addr;
+  size_t len;
+};
+
+struct Posted {  // a receive waiting for a message
+  uint8_t* buf;
+  uint32_t len;
+  uint64_t wr_id;
+};
+
+struct Queue {  // one endpoint's receive side and completion queue
+  std::deque<Posted> recvs;
+  std::deque<Completion> cq;
+};
+
+// One domain's "NIC": its registered regions and its endpoints' queues. Peers name it by address.
+struct Hub {
+  std::mutex mu;
+  std::map<uint64_t, Region> regions;  // key -> region
+  std::map<uint64_t, Queue> queues;    // endpoint id -> queue
+  uint64_t next_key = 1, next_ep = 1;
+};
+
+std::vector<uint8_t> encode(const Hub* hub, uint64_t id) {
+  std::vector<uint8_t> a(16);
+  std::memcpy(a.data(), &hub, 8);
+  std::memcpy(a.data() + 8, &id, 8);
+  return a;
+}
+
+// Both hubs locked at once, in an order that cannot deadlock with a peer doing the same.
+class HubLock {
+ public:
+  HubLock(Hub& a, Hub& b) : a_(a.mu, std::defer_lock), b_(b.mu, std::defer_lock) {
+    if (&a == &b) a_.lock();
+    else std::lock(a_, b_);
+  }
+
+ private:
+  std::unique_lock<std::mutex> a_, b_;
+};
+
+class InprocMr final : public MemoryRegion {
+ public:
+  InprocMr(std::shared_ptr<Hub> hub, void* a, size_t l, uint64_t key) : hub_(std::move(hub)), addr_(a), len_(l), key_(key) {}
+  ~InprocMr() override {
+    std::lock_guard g(hub_->mu);
+    hub_->regions.erase(key_);
+  }
+  void* addr() const override { return addr_; }
+  size_t len() const override { return len_; }
+  void* desc() const override { return nullptr; }
+  RemoteRegion remote() const override { return {0, key_, len_, encode(hub_.get(), 0)}; }
+
+ private:
+  std::shared_ptr<Hub> hub_;
+  void* addr_;
+  size_t len_;
+  uint64_t key_;
+};
+
+class InprocEp final : public Endpoint {
+ public:
+  InprocEp(std::shared_ptr<Hub> hub, uint64_t id, uint32_t rx_cap) : hub_(std::move(hub)), id_(id), rx_cap_(rx_cap) {}
+  ~InprocEp() override {
+    std::lock_guard g(hub_->mu);
+    hub_->queues.erase(id_);
+  }
+  std::vector<uint8_t> address() const override { return encode(hub_.get(), id_); }
+  Status connect(std::span<const uint8_t> peer) override {
+    if (peer.size() != 16) return {Errc::invalid_argument, "inproc: peer address must be 16 bytes"};
+    std::memcpy(&peer_hub_, peer.data(), 8);
+    std::memcpy(&peer_, peer.data() + 8, 8);
+    return {};
+  }
+  Status set_remote(const RemoteRegion& r) override {
+    if (r.handle.size() != 16) return {Errc::invalid_argument, "inproc: region handle must be 16 bytes"};
+    remote_ = r;
+    std::memcpy(&remote_hub_, r.handle.data(), 8);
+    return {};
+  }
+
+  int post(std::span<const WorkRequest> wrs) override {
+    int n = 0;
+    for (auto& w : wrs) {
+      int r = w.op == Op::recv ? post_recv(w) : w.op == Op::send ? post_send(w) : post_rma(w);
+      if (r == 0) break;
+      ++n;
+    }
+    return n;
+  }
+
+  int poll(std::span<Completion> out) override {
+    std::lock_guard g(hub_->mu);
+    auto& q = hub_->queues[id_].cq;
+    size_t n = 0;
+    while (n < out.size() && !q.empty()) {
+      out[n++] = q.front();
+      q.pop_front();
+    }
+    return int(n);
+  }
+  Status quiesce(double) override {
+    std::lock_guard g(hub_->mu);
+    auto& q = hub_->queues[id_];
+    q.recvs.clear();  // nothing is in flight: every op completes inside post
+    q.cq.clear();
+    return {};
+  }
+  std::string describe_error(const Completion& c) const override {
+    const char* status = wc_status_name(c.status);
+    switch (c.vendor_err) {
+      case kErrBadKey: return fmt::format("{}: remote key not registered", status);
+      case kErrOutOfBounds: return fmt::format("{}: outside the registered region", status);
+      case kErrTruncated: return fmt::format("{}: message longer than the posted receive", status);
+    }
+    return fmt::format("{} (code {})", status, c.vendor_err);
+  }
+  const std::string& last_error() const override { return err_; }
+
+ private:
+  // Each returns 1 when the request was taken, 0 when the queue is busy.
+  int post_recv(const WorkRequest& w) {
+    std::lock_guard g(hub_->mu);
+    auto& mine = hub_->queues[id_];
+    if (mine.recvs.size() >= rx_cap_) return 0;
+    mine.recvs.push_back({local(w), w.len, w.wr_id});
+    return 1;
+  }
+
+  int post_send(const WorkRequest& w) {
+    if (!peer_hub_) return 0;
+    HubLock lock(*hub_, *peer_hub_);
+    auto it = peer_hub_->queues.find(peer_);
+    if (it == peer_hub_->queues.end() || it->second.recvs.empty()) return 0;  // busy: no receive posted
+    Posted r = it->second.recvs.front();
+    it->second.recvs.pop_front();
+    Completion sc{w.wr_id, w.op, w.len}, rc{r.wr_id, Op::recv, w.len};
+    if (w.len > r.len) {
+      sc = {w.wr_id, w.op, w.len, WcStatus::remote_operation, kErrTruncated};
+      rc = {r.wr_id, Op::recv, w.len, WcStatus::local_length, kErrTruncated};
+    } else {
+      std::memcpy(r.buf, local(w), w.len);
+    }
+    it->second.cq.push_back(rc);
+    complete(w, sc);
+    return 1;
+  }
+
+  int post_rma(const WorkRequest& w) {
+    Hub& target = remote_hub_ ? *remote_hub_ : *hub_;
+    HubLock lock(*hub_, target);
+    Completion c{w.wr_id, w.op, w.len};
+    auto it = target.regions.find(remote_.key);
+    if (it == target.regions.end()) {
+      c = {w.wr_id, w.op, w.len, WcStatus::remote_access, kErrBadKey};
+    } else if (w.remote_off > it->second.len || w.len > it->second.len - w.remote_off) {
+      c = {w.wr_id, w.op, w.len, WcStatus::remote_access, kErrOutOfBounds};
+    } else if (w.op == Op::write) {
+      std::memcpy(it->second.addr + w.remote_off, local(w), w.len);
+    } else {
+      std::memcpy(local(w), it->second.addr + w.remote_off, w.len);
+    }
+    complete(w, c);
+    return 1;
+  }
+
+  // Queues the initiator's completion: signaled ones, and every error. Caller holds hub_->mu.
+  void complete(const WorkRequest& w, const Completion& c) {
+    if ((w.flags & wr_flag::signal) || !c.ok()) hub_->queues[id_].cq.push_back(c);
+  }
+
+  static uint8_t* local(const WorkRequest& w) { return static_cast<uint8_t*>(w.mr->addr()) + w.local_off; }
+
+  std::shared_ptr<Hub> hub_;
+  uint64_t id_, peer_ = 0;
+  Hub* peer_hub_ = nullptr;    // the peer endpoint's domain, alive as long as the peer is
+  Hub* remote_hub_ = nullptr;  // the domain the remote region is registered in
+  uint32_t rx_cap_;
+  RemoteRegion remote_;
+  std::string err_;
+};
+
+class InprocDomain final : public Domain {
+ public:
+  InprocDomain() : hub_(std::make_shared<Hub>()) {
+    caps_.write = caps_.read = caps_.send = true;
+    caps_.max_msg = 1ull << 30;
+    caps_.tx_depth = caps_.rx_depth = 4096;
+    caps_.selective_completion = true;
+    caps_.peer_sees_writes = true;
+    caps_.peer_memory_readable = true;
+    caps_.checks_bounds = true;
+    info_ = {"inproc", "inproc", "in-process", "in-process", ""};
+  }
+  const Caps& caps() const override { return caps_; }
+  const DomainInfo& info() const override { return info_; }
+  Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) override {
+    std::lock_guard g(hub_->mu);
+    uint64_t key = hub_->next_key++;
+    hub_->regions[key] = {static_cast<uint8_t*>(addr), len};
+    return std::unique_ptr<MemoryRegion>(new InprocMr(hub_, addr, len, key));
+  }
+  Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
+    std::lock_guard g(hub_->mu);
+    uint64_t id = hub_->next_ep++;
+    hub_->queues[id];
+    return std::unique_ptr<Endpoint>(new InprocEp(hub_, id, o.rx_slots ? o.rx_slots : caps_.rx_depth));
+  }
+
+ private:
+  std::shared_ptr<Hub> hub_;
+  Caps caps_;
+  DomainInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<Domain> open_domain() { return std::make_unique<InprocDomain>(); }
+
+TransportEntry registry_entry() {
+  TransportEntry e;
+  e.name = "inproc";
+  e.description = "in-process transport for unit tests: both sides in one process, keys and bounds checked like a NIC";
+  e.test_only = true;
+  e.test_variants = {""};
+  e.open = [](const OpenArgs&) -> Result<std::unique_ptr<Domain>> { return std::unique_ptr<Domain>(open_domain()); };
+  e.probe = [] {
+    return std::vector<Availability>{{"inproc", false, "in-process, unit tests only (not usable between processes)"}};
+  };
+  return e;
+}
+
+}  // namespace rb::transport::inproc
