@@ -1,10 +1,12 @@
 #include "cli.hh"
 
+#include <algorithm>
+#include <functional>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench/sizes.hh"
-#include "bench/spec_json.hh"
 #include "core/affinity.hh"
 #include "transport/registry.hh"
 #include "transport_help.hh"
@@ -25,7 +27,6 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 Status parse_warmup(const std::string& w, bench::RunSpec& s) {
-  s.warmup_given = true;
   if (!w.empty() && w.back() == 's') {
     char* end = nullptr;
     double v = strtod(w.c_str(), &end);
@@ -39,6 +40,20 @@ Status parse_warmup(const std::string& w, bench::RunSpec& s) {
   if (w.empty() || *end || w[0] == '-')
     return {Errc::invalid_argument, fmt::format("--warmup '{}': give iterations (1000) or seconds (2s, 0.5s)", w)};
   s.warmup_iters = v;
+  return {};
+}
+
+// A flag that shapes a stream means nothing to a latency-only run: given anyway, it is a mistake
+// worth saying. This is about what the user typed, so it lives here and not in the spec's checks.
+Status stream_flags_in_latency_run(const bench::RunSpec& s, const std::function<bool(const char*)>& given) {
+  if (std::find(s.modes.begin(), s.modes.end(), bench::Mode::bw) != s.modes.end()) return {};
+  auto bad = [](std::string m) { return Status(Errc::invalid_argument, std::move(m)); };
+  if (given("--depth") && s.depth != 1)
+    return bad(fmt::format("--depth {} with --mode lat: latency runs keep one op in flight; drop --depth or add --mode bw", s.depth));
+  if (given("--batch") && s.batch != 1)
+    return bad(fmt::format("--batch {} with --mode lat: latency runs post one op at a time; drop --batch or add --mode bw", s.batch));
+  if (given("--signal") && s.signal != 1)
+    return bad(fmt::format("--signal {} with --mode lat: every latency op is signaled; drop --signal", s.signal));
   return {};
 }
 
@@ -254,9 +269,6 @@ Result<Command> parse_command_line(int argc, char** argv) {
     s.transport.options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   auto given = [&](const char* name) { return app.count(name) > 0; };
-  s.batch_given = given("--batch");
-  s.depth_given = given("--depth");
-  s.signal_given = given("--signal");
 
   auto chosen = transport::parse_selection(transport);
   s.transport.name = chosen.name;
@@ -289,6 +301,7 @@ Result<Command> parse_command_line(int argc, char** argv) {
   if (given("--duration") && duration <= 0)
     return Status(Errc::invalid_argument, fmt::format("--duration {}: must be > 0 seconds", duration));
   s.duration_s = duration;
+  if (Status lat = stream_flags_in_latency_run(s, given); !lat) return lat;
   if (!warmup.empty()) {
     Status w = parse_warmup(warmup, s);
     if (!w) return w;

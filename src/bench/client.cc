@@ -7,7 +7,6 @@
 #include "bench/client_phase.hh"
 #include "bench/session.hh"
 #include "core/exit_watchdog.hh"
-#include "core/netif.hh"
 #include "protocol/peer.hh"
 
 namespace rb::bench {
@@ -56,14 +55,12 @@ class ClientRun {
 
   // One domain for all rails, or one per rail on the NICs --domains names.
   Status open_local_session() {
-    std::vector<transport::DomainSite> topts;
-    if (s_.domains.empty()) topts.push_back(transport::DomainSite{s_.transport.domain, server_.local_ip()});
-    for (const auto& d : s_.domains) {
-      Interface ifc = interface_named(d);
-      topts.push_back(transport::DomainSite{d, ifc.ip});
-      rail_ips_.push_back(ifc.ip);
-    }
-    auto sess = open_session(s_, topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
+    auto topts = domain_sites(s_, {s_.transport.domain, server_.local_ip()},
+                              [&](int r) -> Result<std::string> { return s_.domains[size_t(r)]; });
+    if (!topts) return topts.status();
+    if (!s_.domains.empty())
+      for (const auto& site : *topts) rail_ips_.push_back(site.local_ip);
+    auto sess = open_session(s_, *topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
     return {};

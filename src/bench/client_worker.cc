@@ -439,12 +439,7 @@ void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start) {
     t.done.store(true);
     t.status = progress_until(t, pc, [&] { return pc.release->load(std::memory_order_acquire); });
   }
-  // After a failure the peer may be gone: clean up briefly, so the error is reported within about --timeout.
-  double settle = t.status.is_ok() ? s.timeout_s : std::min(1.0, s.timeout_s);
-  for (auto* ep : t.eps) {
-    Status q = ep->quiesce(settle);
-    if (t.status.is_ok() && !q.is_ok()) t.status = q;
-  }
+  quiesce_lanes(t, s.timeout_s);
   t.measuring.store(false);
   if (!t.status) pc.abort->store(true);
   t.done.store(true);

@@ -1,5 +1,7 @@
 #include "bench/phase_threads.hh"
 
+#include <algorithm>
+
 namespace rb::bench {
 
 std::vector<std::unique_ptr<ThreadState>> thread_states(const Session& session, int threads,
@@ -28,6 +30,14 @@ std::vector<const transport::MemoryRegion*> session_mrs(const Session& session) 
   std::vector<const transport::MemoryRegion*> out;
   for (const auto& mr : session.mrs) out.push_back(mr.get());
   return out;
+}
+
+void quiesce_lanes(ThreadState& t, double timeout_s) {
+  double settle = t.status.is_ok() ? timeout_s : std::min(1.0, timeout_s);
+  for (auto* ep : t.eps) {
+    Status q = ep->quiesce(settle);
+    if (t.status.is_ok() && !q.is_ok()) t.status = q;
+  }
 }
 
 Status first_failure(const std::vector<std::unique_ptr<ThreadState>>& threads, const std::function<bool(size_t)>& stopped) {

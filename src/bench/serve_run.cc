@@ -59,21 +59,21 @@ class ServeRun {
   // The client's rails on separate NICs get one domain each here too: the server's --domains, or
   // for each rail the interface on the same subnet as the client's.
   Status open_local_session() {
-    std::vector<transport::DomainSite> topts;
-    if (s_.domains.empty()) topts.push_back(transport::DomainSite{o_.domain, client_.local_ip()});
     if (!s_.domains.empty() && !o_.domains.empty() && int(o_.domains.size()) != s_.rails)
       return {Errc::invalid_argument,
               fmt::format("the server's --domains lists {} NICs but the client runs {} rails", o_.domains.size(), s_.rails)};
-    for (int r = 0; !s_.domains.empty() && r < s_.rails; ++r) {
+    auto topts = domain_sites(s_, {o_.domain, client_.local_ip()}, [&](int r) -> Result<std::string> {
+      if (!o_.domains.empty()) return o_.domains[size_t(r)];
       std::string peer = size_t(r) < rail_ips_.size() ? rail_ips_[size_t(r)] : "";
-      std::string dom = o_.domains.empty() ? interface_on_subnet_of(peer).name : o_.domains[size_t(r)];
-      if (dom.empty())
-        return {Errc::invalid_argument, fmt::format("rail {}: no interface of the server shares a subnet with the client's "
-                                                    "{}; start the server with --domains",
-                                                    r, peer.empty() ? "(unknown address)" : peer)};
-      topts.push_back(transport::DomainSite{dom, interface_named(dom).ip});
-    }
-    auto sess = open_session(s_, topts, s_.region_bytes(), std::max<uint32_t>(2, s_.depth));
+      std::string nic = interface_on_subnet_of(peer).name;
+      if (nic.empty())
+        return Status(Errc::invalid_argument, fmt::format("rail {}: no interface of the server shares a subnet with the "
+                                                          "client's {}; start the server with --domains",
+                                                          r, peer.empty() ? "(unknown address)" : peer));
+      return nic;
+    });
+    if (!topts) return topts.status();
+    auto sess = open_session(s_, *topts, s_.region_bytes(), std::max<uint32_t>(2, s_.depth));
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
     return {};

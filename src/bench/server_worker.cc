@@ -278,11 +278,7 @@ void run_server_thread(ThreadState& t, PhaseContext& pc, uint64_t slot_off, uint
   if (cpu >= 0) (void)pin_this_thread(cpu);
   ServerLoop loop(t, pc, slot_off, remote_echo_off, rx_slots);
   t.status = loop.run();
-  double settle = t.status.is_ok() ? pc.spec->timeout_s : std::min(1.0, pc.spec->timeout_s);
-  for (auto* ep : t.eps) {
-    Status q = ep->quiesce(settle);
-    if (t.status.is_ok() && !q.is_ok()) t.status = q;
-  }
+  quiesce_lanes(t, pc.spec->timeout_s);
   t.exited.store(true);
 }
 

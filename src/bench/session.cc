@@ -1,10 +1,24 @@
 #include "bench/session.hh"
 
+#include "core/netif.hh"
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
 namespace rb::bench {
+
+Result<std::vector<transport::DomainSite>> domain_sites(const RunSpec& s, const transport::DomainSite& whole,
+                                                         const std::function<Result<std::string>(int rail)>& nic_of_rail) {
+  if (s.domains.empty()) return std::vector<transport::DomainSite>{whole};
+  std::vector<transport::DomainSite> sites;
+  for (int r = 0; r < s.rails; ++r) {
+    auto nic = nic_of_rail(r);
+    if (!nic) return nic.status();
+    sites.push_back({*nic, interface_named(*nic).ip});
+  }
+  return sites;
+}
 
 Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::DomainSite>& sites,
                                               uint64_t bytes, uint32_t rx_slots) {

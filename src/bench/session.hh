@@ -1,6 +1,7 @@
 #pragma once
 // What both sides hold for the length of one client's run: the transport domain, the memory
 // they registered and one endpoint per thread; plus the wire helpers for exchanging them.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct Session {
     mrs.clear();
   }
 };
+
+// Where each domain of the run opens: all rails at `whole`, or, when the run names a NIC per
+// rail (--domains), rail r on the NIC nic_of_rail(r) and that NIC's address.
+Result<std::vector<transport::DomainSite>> domain_sites(const RunSpec& s, const transport::DomainSite& whole,
+                                                         const std::function<Result<std::string>(int rail)>& nic_of_rail);
 
 // Opens the transport named by the spec (one domain per entry of `topts`: one, or one per rail),
 // checks the spec against its capabilities, registers `bytes` of memory in every domain and opens

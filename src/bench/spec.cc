@@ -2,9 +2,25 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace rb::bench {
 
 const char* mode_name(Mode m) { return m == Mode::bw ? "bw" : "lat"; }
+
+Result<Op> parse_op(const std::string& s) {
+  if (s == "write") return Op::write;
+  if (s == "read") return Op::read;
+  if (s == "send") return Op::send;
+  return Status(Errc::invalid_argument, fmt::format("--op '{}': must be write, read or send (or a list: write,send)", s));
+}
+
+Result<Mode> parse_mode(const std::string& s) {
+  if (s == "bw") return Mode::bw;
+  if (s == "lat") return Mode::lat;
+  return Status(Errc::invalid_argument, fmt::format("--mode '{}': must be bw or lat (or bw,lat)", s));
+}
+
 
 uint64_t RunSpec::max_size() const { return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()); }
 
@@ -15,12 +31,14 @@ uint64_t RunSpec::iters_for(Mode m) const {
 }
 
 uint64_t RunSpec::warmup_iters_for(Mode m) const {
-  if (warmup_given) return warmup_iters;
+  if (warmup_iters) return *warmup_iters;
+  if (warmup_s) return 0;
   return std::max<uint64_t>(iters_for(m) / 10, 16);
 }
 
 double RunSpec::warmup_seconds() const {
-  if (warmup_given) return warmup_s;
+  if (warmup_s) return *warmup_s;
+  if (warmup_iters) return 0;
   return std::min(1.0, duration_s / 10);
 }
 

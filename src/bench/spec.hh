@@ -3,6 +3,7 @@
 // it, and sends it to the server, which adopts it: the server never needs the run flags.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace rb::bench {
 using transport::Op;
 enum class Mode { bw, lat };
 const char* mode_name(Mode m);
+Result<Op> parse_op(const std::string& s);      // "write" -> Op::write; errors name --op
+Result<Mode> parse_mode(const std::string& s);  // "bw" -> Mode::bw; errors name --mode
 
 constexpr uint64_t kAlign = 64;  // every remote target is 64 B aligned
 inline uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
@@ -22,17 +25,17 @@ inline uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign
 constexpr uint64_t kDefaultItersBw = 5000;
 constexpr uint64_t kDefaultItersLat = 10000;
 
-struct RunSpec {
-  transport::Selection transport;  // -t, the client's --domain, -o (applied on both sides)
-  std::vector<std::string> domains;  // client NICs, one per rail (--domains); empty = one domain for all rails
+// What is measured: ops, modes, sizes, how long, on how many threads and endpoints, and how ops
+// are posted and checked.
+struct Workload {
   std::vector<Op> ops{Op::write};
   std::vector<Mode> modes{Mode::bw};
   std::vector<uint64_t> sizes{65536};
   uint64_t iters = 0;        // per thread; 0 = mode default (or duration)
   double duration_s = 0;     // >0: run for this long instead of a count
-  uint64_t warmup_iters = 0; // explicit warm-up count (per thread)
-  double warmup_s = 0;       // explicit warm-up time
-  bool warmup_given = false;
+  // Warm-up per thread: a count or a time; neither = the default rule (warmup_iters_for).
+  std::optional<uint64_t> warmup_iters;
+  std::optional<double> warmup_s;
   int threads = 1;
   std::vector<int> cpus;
   uint32_t batch = 1, depth = 64, signal = 1;  // depth: ops outstanding per endpoint
@@ -40,11 +43,6 @@ struct RunSpec {
   int qps = 1;        // endpoints per rail
   bool lazy = false;  // post only from the completion loop, in bursts
   bool bidir = false; // the server streams the same op back at the client's buffers at the same time
-  bool batch_given = false, depth_given = false, signal_given = false;
-  uint64_t random_space = 0;
-  uint64_t thread_gap = 0;
-  bool fixed = false;
-  uint64_t local_mr = 0;
   int repeat = 1;
   bool validate = false;
   bool inject = true;  // latency runs send small payloads inline (FI_INJECT), as perftest and fi_pingpong do
@@ -52,6 +50,21 @@ struct RunSpec {
   bool cpu_util = false;
   uint64_t seed = 0x5eed;
   double timeout_s = 10;  // no progress for this long fails the run
+};
+
+// Where in the peer's region each thread's ops land, and how much local memory they use.
+struct Addressing {
+  uint64_t random_space = 0;  // >0: targets drawn at random in a region of this size
+  uint64_t thread_gap = 0;    // >0: each thread's slice of the region
+  bool fixed = false;         // always the start of the slice
+  uint64_t local_mr = 0;      // >0: local buffer per thread
+};
+
+// A run: the transport it uses (and the NICs), what it measures, and where ops land. The derived
+// figures below are the one place where the parts meet.
+struct RunSpec : Workload, Addressing {
+  transport::Selection transport;  // -t, the client's --domain, -o (applied on both sides)
+  std::vector<std::string> domains;  // client NICs, one per rail (--domains); empty = one domain for all rails
 
   int eps_per_thread() const { return rails * qps; }
   uint64_t max_size() const;

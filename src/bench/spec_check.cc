@@ -35,20 +35,13 @@ Status check(const RunSpec& s) {
   if (!s.domains.empty() && !s.transport.domain.empty()) return bad("--domain and --domains: give one NIC or one per rail, not both");
   if (s.iters && s.duration_s > 0) return bad("--iters and --duration both given: choose one");
   if (s.duration_s < 0) return bad(fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
-  if (s.warmup_given && s.warmup_iters && s.warmup_s > 0) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
+  if (s.warmup_iters && s.warmup_s) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
+  if (s.warmup_s && *s.warmup_s < 0) return bad(fmt::format("--warmup {}s: must be >= 0 seconds", *s.warmup_s));
   if (s.repeat < 1) return bad(fmt::format("--repeat {}: must be at least 1", s.repeat));
   if (s.report_interval < 0) return bad("--report-interval: must be >= 0 seconds (0 = off)");
   if (s.report_interval > 0 && s.report_interval < 0.01)
     return bad(fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));
   if (s.timeout_s <= 0) return bad("--timeout: must be > 0 seconds");
-
-  bool lat_only = !has_mode(s, Mode::bw);
-  if (lat_only && s.depth_given && s.depth != 1)
-    return bad(fmt::format("--depth {} with --mode lat: latency runs keep one op in flight; drop --depth or add --mode bw", s.depth));
-  if (lat_only && s.batch_given && s.batch != 1)
-    return bad(fmt::format("--batch {} with --mode lat: latency runs post one op at a time; drop --batch or add --mode bw", s.batch));
-  if (lat_only && s.signal_given && s.signal != 1)
-    return bad(fmt::format("--signal {} with --mode lat: every latency op is signaled; drop --signal", s.signal));
 
   if (s.bidir) {
     if (has_mode(s, Mode::lat)) return bad("--bidir with --mode lat: both directions stream, so it applies to --mode bw only");

@@ -84,6 +84,11 @@ struct ThreadState {
   uint8_t* area() const { return static_cast<uint8_t*>(mr->addr()) + area_off; }
 };
 
+// Ends the phase on every endpoint of `t`; a failure to settle becomes t.status unless it already
+// holds one. After a failure the peer may be gone, so the wait is short then: the error is
+// reported within about --timeout.
+void quiesce_lanes(ThreadState& t, double timeout_s);
+
 // Client side: warm-up, wait at `start`, measure; records into t.
 void run_client_thread(ThreadState& t, PhaseContext& pc, StartBarrier& start);
 

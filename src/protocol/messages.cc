@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/spec_json.hh"
+#include "protocol/spec_json.hh"
 #include "protocol/hex.hh"
 
 namespace rb::protocol {
@@ -103,7 +103,7 @@ transport::DomainInfo info_from(Fields& f, const json& j) {
 
 // Each message's JSON body, without its "type".
 json body(const Hello& m) {
-  return {{"version", m.version}, {"software", m.software}, {"spec", bench::spec_to_json(m.spec)}, {"rail_ips", m.rail_ips}};
+  return {{"version", m.version}, {"software", m.software}, {"spec", spec_to_json(m.spec)}, {"rail_ips", m.rail_ips}};
 }
 json body(const Ready& m) {
   json regions = json::array();
@@ -148,7 +148,7 @@ Result<Message> hello_from(const json& j) {
   m.software = f.get<std::string>("software");
   if (m.version != kVersion) return f.done(std::move(m));  // the rest may differ: the receiver says why it stops
   m.rail_ips = f.get<std::vector<std::string>>("rail_ips");
-  auto spec = bench::spec_from_json(f.raw("spec"));
+  auto spec = spec_from_json(f.raw("spec"));
   if (!spec) f.fail("spec");
   else m.spec = std::move(spec.value());
   return f.done(std::move(m));

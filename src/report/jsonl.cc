@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/spec_json.hh"
 #include "report/reporter.hh"
 
 namespace rb::report {

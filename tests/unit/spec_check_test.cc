@@ -79,14 +79,6 @@ TEST(SpecCheck, IterationsOrDuration) {
   expect_rejected(s, {"--iters", "--duration"});
 }
 
-TEST(SpecCheck, LatencyRejectsStreamKnobs) {
-  auto s = base();
-  s.modes = {Mode::lat};
-  s.depth = 16;
-  s.depth_given = true;
-  expect_rejected(s, {"--depth", "--mode lat"});
-}
-
 TEST(SpecCheck, RandomSpaceMeaninglessForSend) {
   auto s = base();
   s.ops = {Op::send};

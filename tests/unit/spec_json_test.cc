@@ -1,8 +1,9 @@
-#include "bench/spec_json.hh"
+#include "protocol/spec_json.hh"
 
 #include <gtest/gtest.h>
 
-namespace rb::bench {
+namespace rb::protocol {
+using namespace bench;
 namespace {
 
 TEST(SpecJson, RoundTrip) {
@@ -17,23 +18,24 @@ TEST(SpecJson, RoundTrip) {
   s.thread_gap = 4096;
   s.validate = true;
   s.warmup_s = 0.5;
-  s.warmup_given = true;
   auto back = spec_from_json(spec_to_json(s));
   ASSERT_TRUE(back.is_ok());
   EXPECT_EQ(spec_to_json(*back), spec_to_json(s));
   EXPECT_EQ(back->transport.label(), "ofi:tcp");
   EXPECT_EQ(back->transport.domain, "eth1");
   EXPECT_EQ(back->transport.options, s.transport.options);
+  EXPECT_EQ(back->warmup_s, std::optional<double>(0.5));
+  EXPECT_FALSE(back->warmup_iters.has_value());  // unset stays unset: the default rule applies
 }
 
 TEST(SpecJson, MissingFieldIsAnError) {
   auto j = spec_to_json(RunSpec{});
-  j.erase("sizes");
+  j["workload"].erase("sizes");
   EXPECT_FALSE(spec_from_json(j).is_ok());
   j = spec_to_json(RunSpec{});
-  j["ops"] = {"teleport"};
+  j["workload"]["ops"] = {"teleport"};
   EXPECT_FALSE(spec_from_json(j).is_ok());
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::protocol
