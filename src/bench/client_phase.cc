@@ -56,10 +56,14 @@ class ClientPhase {
     if (bidir_) pc_.release = &release_;
     const uint64_t per_thread = s_.local_bytes_per_thread();
     ts_ = thread_states(e_.session, s_.threads, session_mrs(e_.session), [&](int t) { return uint64_t(t) * per_thread; });
+    auto alive = [&] { (void)e_.server.keep_alive(); };  // the server waits for our PhaseStart meanwhile
     for (auto& t : ts_) {
+      uint8_t* area = t->area();
       if (cover_) t->coverage.assign(s_.region_bytes() / kAlign + 1, kCoverNone);
-      if (s_.wants_mirror() && ph_.op == Op::write) fill_pattern(t->area(), s_.region_bytes(), pc_.seed, 0);
-      else std::memset(t->area(), 0, per_thread);
+      if (s_.wants_mirror() && ph_.op == Op::write)
+        in_pieces(s_.region_bytes(), [&](uint64_t off, uint64_t n) { fill_pattern(area + off, n, pc_.seed, off); }, alive);
+      else
+        in_pieces(per_thread, [&](uint64_t off, uint64_t n) { std::memset(area + off, 0, n); }, alive);
     }
   }
 

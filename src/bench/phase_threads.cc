@@ -32,6 +32,14 @@ std::vector<const transport::MemoryRegion*> session_mrs(const Session& session) 
   return out;
 }
 
+void in_pieces(uint64_t len, const std::function<void(uint64_t off, uint64_t n)>& fn, const std::function<void()>& between) {
+  constexpr uint64_t kPiece = 64ull << 20;
+  for (uint64_t off = 0; off < len; off += kPiece) {
+    fn(off, std::min(kPiece, len - off));
+    between();
+  }
+}
+
 void quiesce_lanes(ThreadState& t, double timeout_s) {
   double settle = t.status.is_ok() ? timeout_s : std::min(1.0, timeout_s);
   for (auto* ep : t.eps) {

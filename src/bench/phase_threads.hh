@@ -19,6 +19,10 @@ std::vector<std::unique_ptr<ThreadState>> thread_states(const Session& session, 
 // The session's region as registered in each of its domains.
 std::vector<const transport::MemoryRegion*> session_mrs(const Session& session);
 
+// Runs fn(offset, length) over [0, len) in pieces, calling between() after each: a side busy
+// preparing or checking gigabytes still tells its peer it is alive.
+void in_pieces(uint64_t len, const std::function<void(uint64_t off, uint64_t n)>& fn, const std::function<void()>& between);
+
 // The first worker error other than an interrupt, reading only workers that have stopped.
 Status first_failure(const std::vector<std::unique_ptr<ThreadState>>& threads,
                      const std::function<bool(size_t)>& stopped);

@@ -22,6 +22,26 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// Granules [from, to) of the region, as check_region describes.
+Status check_granules(const uint8_t* region, uint64_t from, uint64_t to, const std::vector<uint8_t>& cover, uint64_t seed,
+                      uint64_t size) {
+  for (uint64_t off = from; off < to; off += kAlign) {
+    uint64_t n = std::min<uint64_t>(kAlign, to - off);
+    uint8_t c = off / kAlign < cover.size() ? cover[off / kAlign] : kCoverNone;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint8_t v = region[off + i], want = pattern_byte(seed, off + i);
+      bool ok = c == kCoverFull ? v == want : c == kCoverPartial ? (v == want || v == 0) : v == 0;
+      if (!ok)
+        return {Errc::validation,
+                fmt::format("write of {} B: byte at remote offset {:#x} is {:#04x}, expected {} ({})", size, off + i, v,
+                            c == kCoverNone ? "0x00" : fmt::format("{:#04x}", want),
+                            c == kCoverNone ? "no write targeted it: a write landed out of place"
+                                            : "a write to this granule was lost or corrupted")};
+    }
+  }
+  return {};
+}
+
 class ServePhase {
  public:
   ServePhase(const ServePhaseEnv& env, const protocol::PhaseStart& start)
@@ -52,13 +72,17 @@ class ServePhase {
         lost = t->status;
         break;
       }
-    if (lost.is_ok() && !coverage_.empty()) lost = check_region(region(), s_.region_bytes(), coverage_, seed_, ph_.size);
+    if (lost.is_ok() && !coverage_.empty()) lost = check_region(region(), s_.region_bytes(), coverage_, seed_, ph_.size, alive());
     if (!lost.is_ok()) return reject(lost);
     return e_.client.send(outcome(cpu1 - cpu0_, window, reverse));
   }
 
  private:
   uint8_t* region() const { return e_.session.memory->data(); }
+  // For long steps: the client waits on us meanwhile.
+  std::function<void()> alive() {
+    return [this] { (void)e_.client.keep_alive(); };
+  }
 
   Status reject(const Status& s) {
     stop_workers(s);
@@ -79,8 +103,11 @@ class ServePhase {
     pc_.target_progress = caps_.target_progress;
     pc_.yield_to_engine = caps_.engine_thread;
     const uint64_t rlen = s_.region_bytes();
-    if (ph_.op == Op::read && s_.validate) fill_pattern(region(), rlen, seed_, 0);
-    if (ph_.op == Op::write) std::memset(region(), 0, rlen);  // validation and echo detection start from zero
+    uint8_t* r = region();
+    if (ph_.op == Op::read && s_.validate)
+      in_pieces(rlen, [&](uint64_t off, uint64_t n) { fill_pattern(r + off, n, seed_, off); }, alive());
+    if (ph_.op == Op::write)  // validation and echo detection start from zero
+      in_pieces(rlen, [&](uint64_t off, uint64_t n) { std::memset(r + off, 0, n); }, alive());
     slots_ = ph_.mode == Mode::lat ? 2 : rx_slots_for(s_, ph_.size, caps_);  // per endpoint
     if (ph_.op == Op::send) return prepare_receive_ring();
     ts_ = thread_states(e_.session, s_.threads, session_mrs(e_.session), [](int) { return uint64_t(0); });
@@ -252,22 +279,13 @@ Status serve_phase(const ServePhaseEnv& env, const protocol::PhaseStart& start) 
   return p.run();
 }
 
-Status check_region(const uint8_t* region, uint64_t len, const std::vector<uint8_t>& cover, uint64_t seed, uint64_t size) {
-  for (uint64_t g = 0; g * kAlign < len; ++g) {
-    uint64_t off = g * kAlign, n = std::min<uint64_t>(kAlign, len - off);
-    uint8_t c = g < cover.size() ? cover[g] : kCoverNone;
-    for (uint64_t i = 0; i < n; ++i) {
-      uint8_t v = region[off + i], want = pattern_byte(seed, off + i);
-      bool ok = c == kCoverFull ? v == want : c == kCoverPartial ? (v == want || v == 0) : v == 0;
-      if (!ok)
-        return {Errc::validation,
-                fmt::format("write of {} B: byte at remote offset {:#x} is {:#04x}, expected {} ({})", size, off + i, v,
-                            c == kCoverNone ? "0x00" : fmt::format("{:#04x}", want),
-                            c == kCoverNone ? "no write targeted it: a write landed out of place"
-                                            : "a write to this granule was lost or corrupted")};
-    }
-  }
-  return {};
+Status check_region(const uint8_t* region, uint64_t len, const std::vector<uint8_t>& cover, uint64_t seed, uint64_t size,
+                    const std::function<void()>& between) {
+  Status found;
+  in_pieces(len, [&](uint64_t from, uint64_t n) {
+    if (found.is_ok()) found = check_granules(region, from, from + n, cover, seed, size);
+  }, between);
+  return found;
 }
 
 }  // namespace rb::bench
