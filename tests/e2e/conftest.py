@@ -1,8 +1,11 @@
 import functools
 import json
+import contextlib
+import ctypes
 import os
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +100,42 @@ def remove_dead_shm_names():
             p.unlink(missing_ok=True)
         except PermissionError:
             pass
+
+
+@contextlib.contextmanager
+def orphans_adopted():
+    """Makes this process the subreaper of what it starts: a process rdmabench leaves behind,
+    alive or not reaped, becomes a child of ours, where the test can see it, instead of vanishing
+    into init."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def children_of(pid):
+    return [int(p) for p in run(["pgrep", "-P", str(pid)]).stdout.split()]
+
+
+def only_child_of(proc, timeout=20.0):
+    """The pid of the one child process `proc` starts (rdmabench's --loopback server)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        kids = children_of(proc.pid)
+        if kids:
+            assert len(kids) == 1, kids
+            return kids[0]
+        time.sleep(0.02)
+    raise AssertionError(f"process {proc.pid} started no child within {timeout} s")
+
+
+def process_state(pid):
+    """The state letter of `pid` (R, S, Z, ...), or None when no such process exists."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]

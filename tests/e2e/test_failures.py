@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import remove_dead_shm_names, run, wait_for_text
+from conftest import only_child_of, orphans_adopted, process_state, remove_dead_shm_names, run, wait_for_text
 
 
 @pytest.mark.parametrize("args,flag", [
@@ -63,10 +63,12 @@ def test_missing_provider(rdmabench):
     assert "no-such-provider" in r.stderr and "--list" in r.stderr
 
 
-def test_address_in_use(rdmabench, free_port):
-    first = subprocess.Popen([rdmabench, "--server", "-q", "--addr", f"127.0.0.1:{free_port}"])
+def test_address_in_use(rdmabench, free_port, tmp_path):
+    log = tmp_path / "first.err"
+    with open(log, "w") as err:
+        first = subprocess.Popen([rdmabench, "--server", "--addr", f"127.0.0.1:{free_port}"], stderr=err)
     try:
-        time.sleep(0.3)
+        wait_for_text(log, "listening")
         r = run([rdmabench, "--server", "--addr", f"127.0.0.1:{free_port}"], timeout=10)
         assert r.returncode == 1
         assert "in use" in r.stderr
@@ -132,15 +134,17 @@ def test_server_outlives_a_killed_client(rdmabench, free_port, tmp_path, transpo
 
 def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
     out = tmp_path / "r.jsonl"
-    client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
-    client.send_signal(signal.SIGINT)
-    stdout, stderr = client.communicate(timeout=15)
+    with orphans_adopted():
+        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = only_child_of(client)
+        time.sleep(2.0)  # into the measurement
+        client.send_signal(signal.SIGINT)
+        stdout, stderr = client.communicate(timeout=15)
+        # the --loopback server went with the run, and was reaped (or it would now be a child of ours)
+        assert process_state(child) is None, f"the --loopback server {child} is left in state {process_state(child)}"
     assert client.returncode == 130
     assert "partial" in stdout
     assert "interrupted" in stderr
     rec = [l for l in out.read_text().splitlines() if l][0]
     assert '"partial":true' in rec
-    time.sleep(0.3)
-    assert run(["pgrep", "-f", "rdmabench --server --once --quiet"]).stdout.strip() == ""

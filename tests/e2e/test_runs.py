@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import listing, run
+from conftest import only_child_of, orphans_adopted, process_state, wait_for_text, listing, run
 
 REQUIRED = ["schema", "tool", "version", "timestamp", "host", "label", "transport", "provider", "fabric",
             "domain", "libfabric_version", "op", "mode", "size", "repeat", "repeats", "params", "results",
@@ -61,9 +61,11 @@ def check_record(rec, op, mode, provider):
 @pytest.mark.parametrize("op", ["write", "read", "send"])
 def test_validated_run_over_libfabric(rdmabench, tmp_path, free_port, provider, op, mode):
     out = tmp_path / "r.jsonl"
-    server = subprocess.Popen([rdmabench, "--server", "--once", "-q", "--addr", f"127.0.0.1:{free_port}"])
+    log = tmp_path / "server.err"
+    with open(log, "w") as err:
+        server = subprocess.Popen([rdmabench, "--server", "--once", "--addr", f"127.0.0.1:{free_port}"], stderr=err)
     try:
-        time.sleep(0.2)
+        wait_for_text(log, "listening")
         r = run([rdmabench, "--addr", f"127.0.0.1:{free_port}", "-t", f"ofi:{provider}", "--op", op, "--mode", mode,
                  "--size", "64,4K", "--iters", "300", "--warmup", "50", "--validate", "--json", str(out)])
         assert r.returncode == 0, r.stderr
@@ -82,14 +84,18 @@ def test_validated_run_over_libfabric(rdmabench, tmp_path, free_port, provider, 
 
 def test_loopback_is_the_default_and_leaves_no_child(rdmabench, tmp_path):
     out = tmp_path / "r.csv"
-    r = run([rdmabench, "-t", "ofi:shm", "--size", "1K", "--iters", "200", "--csv", str(out)])
-    assert r.returncode == 0, r.stderr
-    assert "write bw" in r.stdout and "Gbps" in r.stdout
+    with orphans_adopted():
+        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--size", "1K", "--duration", "1", "--csv", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = only_child_of(client)
+        stdout, stderr = client.communicate(timeout=60)
+        assert client.returncode == 0, stderr
+        # gone, and reaped by rdmabench: a zombie or a survivor would now be a child of ours
+        assert process_state(child) is None, f"the --loopback server {child} is left in state {process_state(child)}"
+    assert "write bw" in stdout and "Gbps" in stdout
     lines = out.read_text().splitlines()
     assert lines[0].startswith("timestamp,label,transport")
     assert len(lines) == 2
-    ps = run(["pgrep", "-f", "rdmabench --server --once --quiet"])
-    assert ps.stdout.strip() == ""
 
 
 def test_repeat_writes_one_line_per_repeat_and_table_shows_stdev(rdmabench, tmp_path):
