@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/buffer.hh"
@@ -41,12 +42,26 @@ std::vector<Param> registry_instances() {
   return out;
 }
 
+// Why this machine cannot run the instance (no GPU, no CUDA runtime), as the registry's probe says;
+// nothing when the registry reports it usable here. Only such an instance may skip: one that
+// should work and does not open fails the suite, or a broken transport would read as skipped.
+std::optional<std::string> why_unusable_here(const Param& p) {
+  const TransportEntry* e = find_transport(p.transport);
+  if (!e || e->test_only) return std::nullopt;
+  for (const auto& a : e->probe())
+    if (a.name == p.label() && !a.usable) return a.detail;
+  return std::nullopt;
+}
+
 class Conformance : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     for (Side* s : {&a_, &b_}) {
       auto d = GetParam().open();
-      if (!d) GTEST_SKIP() << GetParam().label() << " unavailable: " << d.status().message();
+      if (!d) {
+        if (auto why = why_unusable_here(GetParam())) GTEST_SKIP() << GetParam().label() << " is not usable here: " << *why;
+        FAIL() << GetParam().label() << " did not open although the registry reports it usable here: " << d.status().message();
+      }
       s->dom = std::move(d.value());
       auto m = s->dom->allocate(1 << 20);
       ASSERT_TRUE(m.is_ok()) << m.status().message();
