@@ -36,7 +36,7 @@ std::string caps_flags(const Caps& c) {
       {c.write, "write"}, {c.read, "read"}, {c.send, "send"}, {c.target_progress, "target_progress"},
       {c.virtual_addressing, "virtual_addressing"}, {c.selective_completion, "selective_completion"},
       {c.peer_sees_writes, "peer_sees_writes"}, {c.peer_memory_readable, "peer_memory_readable"},
-      {c.checks_bounds, "checks_bounds"}, {c.engine_thread, "engine_thread"}};
+      {c.checks_bounds, "checks_bounds"}, {c.checks_keys, "checks_keys"}, {c.engine_thread, "engine_thread"}};
   std::string out;
   for (auto [on, name] : flags)
     if (on) out += (out.empty() ? "" : " ") + std::string(name);

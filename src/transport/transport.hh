@@ -32,6 +32,7 @@ struct Caps {
   bool peer_sees_writes = false;      // a write lands in the target's registered memory, where it can poll for it
   bool peer_memory_readable = false;  // the target process can read what ops put in its registered region
   bool checks_bounds = false;    // an op outside the peer's region completes with remote_access, touching nothing
+  bool checks_keys = false;      // an op naming a key the peer did not register completes with remote_access, touching nothing
   bool engine_thread = false;    // a thread of this process moves the data: long waits should yield to it
   double link_gbps = 0;          // 0 when unknown
 };

@@ -234,6 +234,29 @@ TEST_P(Conformance, OutOfBoundsOpsFailAndTouchNothing) {
   EXPECT_EQ(a_.got.back().status, WcStatus::success);
 }
 
+TEST_P(Conformance, WrongKeyOpsFailAndTouchNothing) {
+  if (!a_.dom->caps().checks_keys) GTEST_SKIP() << "this transport does not check keys (see docs/transports.md)";
+  std::memset(a_.mem->data(), 0x55, 4096);
+  RemoteRegion wrong = b_.mr->remote();
+  wrong.key ^= 0x5a5a5a;
+  ASSERT_TRUE(a_.ep->set_remote(wrong).is_ok());
+  WorkRequest w{Op::write, wr_flag::signal | wr_flag::delivery, 256, a_.mr.get(), 0, 0, 51};
+  post(a_, w);
+  WorkRequest r{Op::read, wr_flag::signal, 256, a_.mr.get(), 8192, 0, 52};
+  post(a_, r);
+  ASSERT_TRUE(pump([&] { return a_.got.size() >= 2; }));
+  for (auto& c : a_.got) EXPECT_EQ(c.status, WcStatus::remote_access) << "wr " << c.wr_id << ": " << a_.ep->describe_error(c);
+  for (size_t i = 8192; i < 8192 + 256; ++i) ASSERT_EQ(a_.mem->data()[i], 0) << "a read with a wrong key brought data";
+  if (a_.dom->caps().peer_memory_readable)
+    for (size_t i = 0; i < b_.mem->size(); ++i) ASSERT_EQ(b_.mem->data()[i], 0) << "byte " << i << " was touched";
+  // The right key works again on the same endpoint.
+  ASSERT_TRUE(a_.ep->set_remote(b_.mr->remote()).is_ok());
+  WorkRequest ok{Op::write, wr_flag::signal | wr_flag::delivery, 64, a_.mr.get(), 0, 0, 53};
+  post(a_, ok);
+  ASSERT_TRUE(pump([&] { return a_.got.size() >= 3; }));
+  EXPECT_EQ(a_.got.back().status, WcStatus::success);
+}
+
 TEST_P(Conformance, ManyOutstandingWritesAllComplete) {
   const int n = 2000;
   int posted = 0;

@@ -209,6 +209,7 @@ class InprocDomain final : public Domain {
     caps_.peer_sees_writes = true;
     caps_.peer_memory_readable = true;
     caps_.checks_bounds = true;
+    caps_.checks_keys = true;
     info_ = {"inproc", "inproc", "in-process", "in-process", ""};
   }
   const Caps& caps() const override { return caps_; }

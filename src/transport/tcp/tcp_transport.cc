@@ -36,6 +36,7 @@ Caps tcp_caps() {
   c.selective_completion = true;
   c.peer_sees_writes = c.peer_memory_readable = true;  // writes land in the target's registered memory
   c.checks_bounds = true;
+  c.checks_keys = true;  // the target looks the key up in its own region table
   return c;
 }
 
