@@ -93,11 +93,14 @@ def test_killed_server_ends_the_run(rdmabench, free_port, tmp_path, provider, op
     os.killpg(server.pid, signal.SIGKILL)
     server.wait()
     t0 = time.time()
-    out, err = client.communicate(timeout=15)
+    out, err = client.communicate(timeout=30)
+    took = time.time() - t0
     remove_dead_shm_names()
     assert client.returncode == 1
-    assert time.time() - t0 < 10
-    assert "error" in err
+    # The README's promise: --timeout (3 s) + 2 s, with one endpoint per thread; 0.5 s more for the
+    # process to be scheduled and exit on a busy machine.
+    assert took < 3 + 2 + 0.5, f"the client took {took:.1f} s to give up on a dead server"
+    assert err.startswith("rdmabench: error: ") and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("transport", ["ofi:shm", "ofi:tcp", "tcp"])

@@ -117,8 +117,12 @@ def test_duration_mode_and_live_lines(rdmabench, tmp_path):
     assert any(" t0 " in l for l in live) and any(" t1 " in l for l in live) and any("total" in l for l in live)
     rec = load(out)[0]
     res = rec["results"]
-    assert 1.0 < res["duration_s"] < 2.0
+    # What -D promises: every thread measures for at least the duration, then drains what is in
+    # flight (bounded by --timeout, 10 s). How much longer a busy 2-core machine takes is not a promise.
     assert len(res["per_thread"]) == 2
+    for t in res["per_thread"]:
+        assert 1.2 <= t["seconds"] < 1.2 + 10, t
+    assert 1.2 <= res["duration_s"] < 1.2 + 10
     assert sum(t["iterations"] for t in res["per_thread"]) == res["iterations"]
     assert sum(c for _, _, c in rec["histogram"]["bins"]) == res["iterations"]
     assert res["cpu"]["client"]["util"] > 0 and res["cpu"]["server"]["util"] > 0
