@@ -193,7 +193,10 @@ def test_bidir_reports_each_direction_and_the_sum(rdmabench, tmp_path, transport
     for rec in load(out):
         res = rec["results"]
         assert res["reverse"]["iterations"] == 6000  # the server runs the same budget back
-        assert res["sum"]["gbps"] == pytest.approx(res["gbps"] + res["reverse"]["gbps"])
+        # both directions moved data, at the same time: each took time and had a rate of its own
+        assert res["iterations"] == 6000 and res["gbps"] > 0
+        assert res["reverse"]["duration_s"] > 0 and res["reverse"]["gbps"] > 0
+        assert res["sum"]["gbps"] > max(res["gbps"], res["reverse"]["gbps"])
 
 
 @pytest.mark.parametrize("flags", [

@@ -20,7 +20,8 @@ double exact(std::vector<uint64_t> v, double q) {
 void expect_close(const HistogramSnapshot& s, const std::vector<uint64_t>& v) {
   for (double q : {0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0}) {
     double want = exact(v, q), got = s.percentile(q);
-    EXPECT_LE(std::fabs(got - want), std::max(0.5, want * 0.01)) << "q=" << q << " want " << want << " got " << got;
+    // The README's promise: within 0.4% (half a bin of 1/128 of its power of two), or half a unit.
+    EXPECT_LE(std::fabs(got - want), std::max(0.5, want * 0.004)) << "q=" << q << " want " << want << " got " << got;
   }
 }
 
@@ -34,7 +35,7 @@ TEST(Histogram, BinsCoverEveryValueWithBoundedWidth) {
   }
 }
 
-TEST(Histogram, UniformDistributionPercentilesWithinOnePercent) {
+TEST(Histogram, UniformDistributionPercentilesWithinTheDocumentedError) {
   std::mt19937_64 g(1);
   std::uniform_int_distribution<uint64_t> d(100, 100000);
   Histogram h;
@@ -48,7 +49,7 @@ TEST(Histogram, UniformDistributionPercentilesWithinOnePercent) {
   expect_close(s, v);
 }
 
-TEST(Histogram, ExponentialTailPercentilesWithinOnePercent) {
+TEST(Histogram, ExponentialTailPercentilesWithinTheDocumentedError) {
   std::mt19937_64 g(2);
   std::exponential_distribution<double> d(1.0 / 2000.0);
   Histogram h;
