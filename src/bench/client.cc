@@ -63,7 +63,7 @@ class ClientRun {
       topts.push_back(transport::DomainSite{d, ifc.ip});
       rail_ips_.push_back(ifc.ip);
     }
-    auto sess = open_session(s_, topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
+    auto sess = open_session(s_, topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2, o_.transports);
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
     return {};
