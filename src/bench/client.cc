@@ -60,7 +60,7 @@ class ClientRun {
     if (!topts) return topts.status();
     if (!s_.domains.empty())
       for (const auto& site : *topts) rail_ips_.push_back(site.local_ip);
-    auto sess = open_session(s_, *topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2);
+    auto sess = open_session(s_, *topts, uint64_t(s_.threads) * s_.local_bytes_per_thread(), 2, o_.transports);
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
     return {};

@@ -6,11 +6,15 @@
 #include "bench/sink.hh"
 #include "bench/spec.hh"
 #include "bootstrap/channel.hh"
+#include "transport/registry.hh"
 
 namespace rb::bench {
 
 struct ClientOptions {
   bootstrap::HostPort server;
+  // Use::test also opens the in-process transports (inproc, skeleton): for tests that run client
+  // and server in one process. No flag sets it.
+  transport::Use transports = transport::Use::run;
 };
 
 Status run_client(const RunSpec& spec, const ClientOptions& opt, ResultSink& sink, const std::atomic<bool>& interrupt);

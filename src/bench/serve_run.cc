@@ -73,7 +73,7 @@ class ServeRun {
       return nic;
     });
     if (!topts) return topts.status();
-    auto sess = open_session(s_, *topts, s_.region_bytes(), std::max<uint32_t>(2, s_.depth));
+    auto sess = open_session(s_, *topts, s_.region_bytes(), std::max<uint32_t>(2, s_.depth), o_.transports);
     if (!sess) return sess.status();
     sess_ = std::move(sess.value());
     return {};

@@ -7,6 +7,7 @@
 
 #include "bootstrap/channel.hh"
 #include "core/status.hh"
+#include "transport/registry.hh"
 
 namespace rb::bench {
 
@@ -20,6 +21,9 @@ struct ServerOptions {
   bool quiet = false;
   double hello_timeout_s = 10;  // a connection silent this long before its hello is dropped
   size_t max_runs = 64;         // runs served at once; a client beyond them is told the server is busy
+  // Use::test also opens the in-process transports a client names: for tests that serve a
+  // connection in their own process. No flag sets it.
+  transport::Use transports = transport::Use::run;
 };
 
 Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop);

@@ -21,12 +21,12 @@ Result<std::vector<transport::DomainSite>> domain_sites(const RunSpec& s, const 
 }
 
 Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::DomainSite>& sites,
-                                              uint64_t bytes, uint32_t rx_slots) {
+                                              uint64_t bytes, uint32_t rx_slots, transport::Use use) {
   auto session = std::make_unique<Session>();
   session->ept = s.eps_per_thread();
   session->qps = s.qps;
   for (const auto& site : sites) {
-    auto dom = transport::open_selected(s.transport, site);
+    auto dom = transport::open_selected(s.transport, site, use);
     if (!dom) return dom.status();
     Status c = check_caps(s, dom.value()->caps(), s.transport.label());
     if (!c) return c;

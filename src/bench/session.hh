@@ -39,9 +39,9 @@ Result<std::vector<transport::DomainSite>> domain_sites(const RunSpec& s, const 
 
 // Opens the transport named by the spec (one domain per entry of `topts`: one, or one per rail),
 // checks the spec against its capabilities, registers `bytes` of memory in every domain and opens
-// rails x qps endpoints per thread.
+// rails x qps endpoints per thread. `use` says whether the test-only transports may be opened.
 Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vector<transport::DomainSite>& sites,
-                                              uint64_t bytes, uint32_t rx_slots);
+                                              uint64_t bytes, uint32_t rx_slots, transport::Use use);
 std::vector<std::vector<uint8_t>> endpoint_addresses(const Session& s);
 std::vector<transport::RemoteRegion> regions_of(const Session& s);  // one per domain
 // Connects endpoint e to the peer's endpoint e and points it at the peer's region of its rail.

@@ -1,5 +1,7 @@
 #include "transport/transport.hh"
 
+#include <atomic>
+#include <cstring>
 #include <utility>
 
 #include "core/buffer.hh"
@@ -55,6 +57,14 @@ class HeapMemory final : public HostMemory {
   AlignedBuffer buf_;
 };
 }  // namespace
+
+void copy_last_byte_last(void* dst, const void* src, size_t len) {
+  if (len == 0) return;
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  std::memcpy(d, s, len - 1);
+  std::atomic_ref<uint8_t>(d[len - 1]).store(s[len - 1], std::memory_order_release);
+}
 
 std::unique_ptr<HostMemory> allocate_heap(size_t len) {
   auto m = std::make_unique<HeapMemory>(len);

@@ -58,6 +58,11 @@ class HostMemory {
 };
 std::unique_ptr<HostMemory> allocate_heap(size_t len);  // plain page-aligned memory; null on failure
 
+// Copies a write into the peer's memory with the last byte stored last, with release order: a
+// peer polling that byte (write latency) then sees the whole payload; memcpy alone promises no
+// store order. For transports whose writes are stores by a thread of this process.
+void copy_last_byte_last(void* dst, const void* src, size_t len);
+
 class MemoryRegion {
  public:
   virtual ~MemoryRegion() = default;

@@ -13,6 +13,7 @@
 #include "core/buffer.hh"
 #include "transport/inproc/inproc.hh"
 #include "transport/registry.hh"
+#include "registry_instances.hh"
 
 namespace rb::transport {
 namespace {
@@ -25,35 +26,7 @@ struct Side {
   std::vector<Completion> got;
 };
 
-// One instance to test: a registry entry and one of its test_variants.
-struct Param {
-  std::string transport, variant;
-  std::string label() const { return variant.empty() ? transport : transport + ":" + variant; }
-  Result<std::unique_ptr<Domain>> open() const {
-    return open_selected({transport, variant, "", {}}, {"", "127.0.0.1"}, Use::test);
-  }
-};
-void PrintTo(const Param& p, std::ostream* os) { *os << p.label(); }
-
-std::vector<Param> registry_instances() {
-  std::vector<Param> out;
-  for (const auto& e : registry())
-    for (const auto& v : e.test_variants) out.push_back({e.name, v});
-  return out;
-}
-
-// Why this machine cannot run the instance (no GPU, no CUDA runtime), as the registry's probe says;
-// nothing when the registry reports it usable here. Only such an instance may skip: one that
-// should work and does not open fails the suite, or a broken transport would read as skipped.
-std::optional<std::string> why_unusable_here(const Param& p) {
-  const TransportEntry* e = find_transport(p.transport);
-  if (!e || e->test_only) return std::nullopt;
-  for (const auto& a : e->probe())
-    if (a.name == p.label() && !a.usable) return a.detail;
-  return std::nullopt;
-}
-
-class Conformance : public ::testing::TestWithParam<Param> {
+class Conformance : public ::testing::TestWithParam<Instance> {
  protected:
   void SetUp() override {
     for (Side* s : {&a_, &b_}) {
@@ -273,12 +246,8 @@ TEST_P(Conformance, ManyOutstandingWritesAllComplete) {
   for (auto& c : a_.got) EXPECT_EQ(c.status, WcStatus::success);
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registry_instances()), [](const auto& info) {
-  std::string name = info.param.label();
-  for (char& c : name)
-    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-});
+INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registry_instances()),
+                         [](const auto& info) { return instance_test_name(info.param); });
 
 TEST(Registry, EveryEntryIsTested) {
   for (const auto& e : registry()) EXPECT_FALSE(e.test_variants.empty()) << e.name << " names no test_variants";

@@ -2,7 +2,6 @@
 // It spins briefly when the ring runs dry, then parks on a futex (std::atomic::wait) until the
 // next doorbell, so an idle engine costs no core.
 #include <atomic>
-#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -75,12 +74,7 @@ class CpuEngine final : public CopyEngine {
         continue;
       }
       idle = 0;
-      // The last byte goes last, with release order: a peer polling it (write latency) then sees
-      // the whole payload. memcpy alone promises no store order.
-      if (c.len > 1) std::memcpy(c.dst, c.src, c.len - 1);
-      if (c.len)
-        std::atomic_ref<uint8_t>(static_cast<uint8_t*>(c.dst)[c.len - 1])
-            .store(static_cast<const uint8_t*>(c.src)[c.len - 1], std::memory_order_release);
+      copy_last_byte_last(c.dst, c.src, c.len);  // a peer may poll the last byte (write latency)
       if (c.signal)
         while (!cq_.push(Completion{c.wr_id, c.op, uint32_t(c.len)})) std::this_thread::yield();
       done_.fetch_add(1, std::memory_order_release);

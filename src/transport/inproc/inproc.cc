@@ -174,8 +174,8 @@ class InprocEp final : public Endpoint {
       c = {w.wr_id, w.op, w.len, WcStatus::remote_access, kErrBadKey};
     } else if (w.remote_off > it->second.len || w.len > it->second.len - w.remote_off) {
       c = {w.wr_id, w.op, w.len, WcStatus::remote_access, kErrOutOfBounds};
-    } else if (w.op == Op::write) {
-      std::memcpy(it->second.addr + w.remote_off, local(w), w.len);
+    } else if (w.op == Op::write) {  // the peer polls the last byte without taking the lock
+      copy_last_byte_last(it->second.addr + w.remote_off, local(w), w.len);
     } else {
       std::memcpy(local(w), it->second.addr + w.remote_off, w.len);
     }

@@ -106,7 +106,8 @@ class SkeletonEp final : public Endpoint {
     if (w.remote_off > remote_.len || w.len > remote_.len - w.remote_off) return WcStatus::remote_access;
     auto* local = static_cast<uint8_t*>(w.mr->addr()) + w.local_off;
     auto* remote = reinterpret_cast<uint8_t*>(remote_.base) + w.remote_off;
-    if (w.op == Op::write) std::memcpy(remote, local, w.len);
+    // A peer polls a write's last byte to see it land (write latency): it must be stored last.
+    if (w.op == Op::write) copy_last_byte_last(remote, local, w.len);
     else std::memcpy(local, remote, w.len);
     return WcStatus::success;
   }
