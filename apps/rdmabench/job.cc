@@ -44,13 +44,6 @@ Status key_error(const std::string& path, int line, const std::string& key, cons
   return {Errc::invalid_argument, fmt::format("{}:{}: key '{}': {}", path, line, key, what)};
 }
 
-const FlagInfo* find_flag(const std::string& key) {
-  for (const auto& f : flag_table()) {
-    if (f.name == key || std::find(f.aliases.begin(), f.aliases.end(), key) != f.aliases.end()) return &f;
-  }
-  return nullptr;
-}
-
 // Edits between two names, a swap of neighbours counting as one ("itres" is one from "iters").
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
@@ -106,7 +99,7 @@ bool scalar_text(const toml::node& n, std::string& out) {
 }
 
 // A TOML value -> the flag's setting. Arrays become comma lists (size = [64, 4096] is --size 64,4096),
-// which the list flags take; the parser judges whether this flag takes a list.
+// which the list flags take; the flag judges whether it takes a list.
 Result<Setting> to_setting(const toml::node& n, const FlagInfo& f, const std::string& written, int line,
                            const std::string& path) {
   Setting s{&f, written, "", true, line};
@@ -234,34 +227,33 @@ std::vector<std::string> display_args(const Settings& ss) {
   return out;
 }
 
-// "--flag=value": a value that starts with '-' stays a value.
-std::vector<std::string> parse_args(const Settings& ss) {
-  std::vector<std::string> out;
+// A run's settings as the flags build_command takes: each value as text, exactly as the file
+// (or the command line beside --job) gives it, so "-5" is a value and never a flag.
+FlagValues flag_values(const Settings& ss) {
+  FlagValues out;
   for (const auto& s : ss) {
-    if (!s.flag->is_switch) out.push_back(fmt::format("--{}={}", s.flag->name, s.value));
-    else if (s.on) out.push_back("--" + s.flag->name);
+    if (s.flag->is_switch && !s.on) continue;  // false: as if not given
+    FlagValue v;
+    if (!s.flag->is_switch) v.texts = {s.value};
+    if (s.line > 0) v.source = {FlagSource::Kind::job_file, s.written, s.line};
+    out.set(s.flag->name, std::move(v));
   }
   return out;
 }
 
-// The setting a parser message is about: the first of the run's flags it names ("--depth 8: ...").
-const Setting* blame(const std::string& msg, const Settings& ss) {
-  const Setting* best = nullptr;
-  size_t best_pos = std::string::npos;
-  for (const auto& s : ss) {
-    std::vector<std::string> names = s.flag->aliases;
-    names.push_back(s.flag->name);
-    for (const auto& n : names) {
-      std::string needle = "--" + n;
-      for (size_t p = msg.find(needle); p != std::string::npos; p = msg.find(needle, p + 1)) {
-        size_t end = p + needle.size();
-        bool whole = end == msg.size() || !(std::isalnum(uint8_t(msg[end])) || msg[end] == '-');
-        if (whole && p < best_pos) best_pos = p, best = &s;
-        if (whole) break;
-      }
-    }
-  }
-  return best;
+// A run that does not build: the error at the key that set the flag it names, or at the run's
+// first key from the file when it names none that the run sets.
+Status run_error(const std::string& path, const FlagError& e, const FlagValues& values, const Settings& run,
+                 const std::string& where) {
+  const std::string& msg = e.status.message();
+  const FlagValue* v = e.flag.empty() ? nullptr : values.find(e.flag);
+  if (v && v->source.kind == FlagSource::Kind::command_line)
+    return Status(Errc::invalid_argument, fmt::format("{}: --{} on the command line: {}{}", path, e.flag, msg, where));
+  if (v) return key_error(path, v->source.line, v->source.key, msg + where);
+  auto first = std::find_if(run.begin(), run.end(), [](const Setting& x) { return x.line > 0; });
+  if (first == run.end())
+    return Status(Errc::invalid_argument, fmt::format("{}: the flags on the command line: {}{}", path, msg, where));
+  return key_error(path, first->line, first->written, msg + where);
 }
 
 // Tags: the flags whose value is not the same in every run.
@@ -351,7 +343,7 @@ Result<Job> parse_job(std::string_view text, const std::string& path, const std:
   // Command-line flags replace [defaults]; the matrix or a [[run]] setting one too is ambiguous.
   for (const auto& g : given) {
     const FlagInfo* f = find_flag(g.name);
-    if (!f) continue;  // cannot happen: the command line parsed it
+    if (!f) continue;  // cannot happen: the command line read it from the table
     for (const auto& a : axes)
       if (a.values.front().flag == f)
         return key_error(path, a.line, a.written, fmt::format("[matrix] sets it and so does --{} on the command line; drop one", f->name));
@@ -395,18 +387,11 @@ Result<Job> parse_job(std::string_view text, const std::string& path, const std:
   for (size_t i = 0; i < runs.size(); ++i) {
     JobRun run;
     run.args = display_args(runs[i]);
-    auto cmd = parse_command_line(parse_args(runs[i]));
+    FlagValues values = flag_values(runs[i]);
+    auto cmd = build_command(values);
     if (!cmd) {
-      const std::string& msg = cmd.status().message();
-      const Setting* s = blame(msg, runs[i]);
-      if (!s) {  // nothing named: the run's first flag from the file
-        auto f = std::find_if(runs[i].begin(), runs[i].end(), [](const Setting& x) { return x.line > 0; });
-        s = f != runs[i].end() ? &*f : &runs[i].front();
-      }
       std::string where = runs.size() > 1 ? fmt::format(" (run {} of {}: {})", i + 1, runs.size(), join_args(run.args)) : "";
-      if (s->line == 0)
-        return Status(Errc::invalid_argument, fmt::format("{}: --{} on the command line: {}{}", path, s->flag->name, msg, where));
-      return key_error(path, s->line, s->written, msg + where);
+      return run_error(path, cmd.error(), values, runs[i], where);
     }
     run.cmd = std::move(*cmd);
     job.runs.push_back(std::move(run));

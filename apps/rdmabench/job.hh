@@ -1,7 +1,9 @@
 #pragma once
-// A job file (TOML) -> the runs it stands for. Every run is built as a list of flags and parsed by
-// the command line's own parser before anything runs, so a job accepts and rejects exactly what
-// the flags do, and a bad value stops the job before its first run rather than halfway through.
+// A job file (TOML) -> the runs it stands for. Every run's settings become the flags' values
+// (FlagValues) and are built by the command line's own build_command before anything runs, so a
+// job accepts and rejects exactly what the flags do, and a bad value stops the job before its
+// first run rather than halfway through. An error names its flag, which the job maps back to the
+// key and line that set it.
 //
 //   [defaults]  flags every run gets, keys are long flag names without dashes:
 //               size = "64,4K"  iters = 2000  validate = true  json = "out.jsonl"
@@ -16,12 +18,14 @@
 namespace rb::app {
 
 struct JobRun {
-  std::vector<std::string> args;  // the run as a user would type it: "--op", "write", "--validate", ...
+  // The run as a user would type it: "--op", "write", "--validate", ...; for display (progress
+  // lines, the results' "args"), never parsed.
+  std::vector<std::string> args;
   // The flags whose value differs between the job's runs, as "depth=4" or "validate", leaving out
   // transport, op, mode, size and threads, which every result's label already carries. They are
   // added to the labels so that runs differing only in, say, depth stay apart in plots.
   std::vector<std::string> tags;
-  Command cmd;  // args, parsed: Kind::client (an --addr) or Kind::loopback
+  Command cmd;  // the run built: Kind::client (an --addr) or Kind::loopback
 };
 
 struct Job {

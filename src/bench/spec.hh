@@ -91,6 +91,14 @@ std::vector<Phase> phases(const RunSpec& s);
 // Checks every rule a run must satisfy before anything starts (the invariants of the DMA bench
 // among them). The message names the flag, the value, the rule and a fix.
 Status check(const RunSpec& s);
+// check()'s first broken rule with the flags it is about, in the order its message names them
+// (long names without dashes: {"depth", "batch"}). The rule itself knows which flags it reads,
+// so it says so here rather than leaving a job file to guess the key from the message.
+struct SpecProblem {
+  Status status;                   // ok: every rule holds
+  std::vector<std::string> flags;  // empty when status is ok
+};
+SpecProblem first_problem(const RunSpec& s);
 // Checks that need the opened transport (message size, queue depth).
 Status check_caps(const RunSpec& s, const transport::Caps& caps, const std::string& transport_name);
 

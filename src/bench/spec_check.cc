@@ -9,92 +9,129 @@ namespace rb::bench {
 namespace {
 
 Status bad(std::string msg) { return {Errc::invalid_argument, std::move(msg)}; }
+SpecProblem broken(std::initializer_list<const char*> flags, std::string msg) {
+  return {bad(std::move(msg)), std::vector<std::string>(flags.begin(), flags.end())};
+}
 
 bool has_op(const RunSpec& s, Op o) { return std::find(s.ops.begin(), s.ops.end(), o) != s.ops.end(); }
 bool has_mode(const RunSpec& s, Mode m) { return std::find(s.modes.begin(), s.modes.end(), m) != s.modes.end(); }
 
 }  // namespace
 
-Status check(const RunSpec& s) {
-  if (s.ops.empty()) return bad("--op: give at least one of write, read, send");
-  if (s.modes.empty()) return bad("--mode: give bw, lat or bw,lat");
-  if (s.sizes.empty()) return bad("--size: give at least one size, e.g. --size 64,4K");
-  if (s.threads < 1 || s.threads > 256) return bad(fmt::format("--threads {}: must be 1..256", s.threads));
-  if (s.batch < 1) return bad("--batch 0: must be at least 1");
-  if (s.depth < 1) return bad("--depth 0: must be at least 1");
+Status check(const RunSpec& s) { return first_problem(s).status; }
+
+SpecProblem first_problem(const RunSpec& s) {
+  if (s.ops.empty()) return broken({"op"}, "--op: give at least one of write, read, send");
+  if (s.modes.empty()) return broken({"mode"}, "--mode: give bw, lat or bw,lat");
+  if (s.sizes.empty()) return broken({"size"}, "--size: give at least one size, e.g. --size 64,4K");
+  if (s.threads < 1 || s.threads > 256)
+    return broken({"threads"},
+                  fmt::format("--threads {}: must be 1..256", s.threads));
+  if (s.batch < 1) return broken({"batch"}, "--batch 0: must be at least 1");
+  if (s.depth < 1) return broken({"depth"}, "--depth 0: must be at least 1");
   if (s.depth < s.batch)
-    return bad(fmt::format("--depth {} < --batch {}: depth must be >= batch (a batch is posted at once); "
-                           "raise --depth to {} or lower --batch", s.depth, s.batch, s.batch));
+    return broken({"depth", "batch"},
+                  fmt::format("--depth {} < --batch {}: depth must be >= batch (a batch is posted at once); "
+                              "raise --depth to {} or lower --batch", s.depth, s.batch, s.batch));
   if (s.signal < 1 || s.signal > s.depth)
-    return bad(fmt::format("--signal {}: must be 1..depth ({}); one completion is requested every N ops", s.signal, s.depth));
-  if (s.rails < 1 || s.rails > 16) return bad(fmt::format("--rails {}: must be 1..16", s.rails));
-  if (s.qps < 1 || s.qps > 64) return bad(fmt::format("--qps {}: must be 1..64", s.qps));
+    return broken({"signal", "depth"},
+                  fmt::format("--signal {}: must be 1..depth ({}); one completion is requested every N ops", s.signal, s.depth));
+  if (s.rails < 1 || s.rails > 16) return broken({"rails"}, fmt::format("--rails {}: must be 1..16", s.rails));
+  if (s.qps < 1 || s.qps > 64) return broken({"qps"}, fmt::format("--qps {}: must be 1..64", s.qps));
   if (!s.domains.empty() && int(s.domains.size()) != s.rails)
-    return bad(fmt::format("--domains lists {} NICs but --rails is {}: one domain per rail; drop --rails or make them match",
-                           s.domains.size(), s.rails));
-  if (!s.domains.empty() && !s.transport.domain.empty()) return bad("--domain and --domains: give one NIC or one per rail, not both");
-  if (s.iters && s.duration_s > 0) return bad("--iters and --duration both given: choose one");
-  if (s.duration_s < 0) return bad(fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
-  if (s.warmup_iters && s.warmup_s) return bad("--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
-  if (s.warmup_s && *s.warmup_s < 0) return bad(fmt::format("--warmup {}s: must be >= 0 seconds", *s.warmup_s));
-  if (s.repeat < 1) return bad(fmt::format("--repeat {}: must be at least 1", s.repeat));
-  if (s.report_interval < 0) return bad("--report-interval: must be >= 0 seconds (0 = off)");
+    return broken({"domains", "rails"},
+                  fmt::format("--domains lists {} NICs but --rails is {}: one domain per rail; drop --rails or make them match",
+                              s.domains.size(), s.rails));
+  if (!s.domains.empty() && !s.transport.domain.empty())
+    return broken({"domain", "domains"},
+                  "--domain and --domains: give one NIC or one per rail, not both");
+  if (s.iters && s.duration_s > 0)
+    return broken({"iters", "duration"},
+                  "--iters and --duration both given: choose one");
+  if (s.duration_s < 0) return broken({"duration"}, fmt::format("--duration {}: must be > 0 seconds", s.duration_s));
+  if (s.warmup_iters && s.warmup_s)
+    return broken({"warmup"},
+                  "--warmup: give iterations (e.g. 1000) or seconds (e.g. 2s), not both");
+  if (s.warmup_s && *s.warmup_s < 0)
+    return broken({"warmup"},
+                  fmt::format("--warmup {}s: must be >= 0 seconds", *s.warmup_s));
+  if (s.repeat < 1) return broken({"repeat"}, fmt::format("--repeat {}: must be at least 1", s.repeat));
+  if (s.report_interval < 0) return broken({"report-interval"}, "--report-interval: must be >= 0 seconds (0 = off)");
   if (s.report_interval > 0 && s.report_interval < 0.01)
-    return bad(fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));
-  if (s.timeout_s <= 0) return bad("--timeout: must be > 0 seconds");
+    return broken({"report-interval"}, fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));
+  if (s.timeout_s <= 0) return broken({"timeout"}, "--timeout: must be > 0 seconds");
 
   if (s.bidir) {
-    if (has_mode(s, Mode::lat)) return bad("--bidir with --mode lat: both directions stream, so it applies to --mode bw only");
-    if (has_op(s, Op::send)) return bad("--bidir with --op send: the reverse stream is one-sided; use --op write or read");
-    if (s.validate) return bad("--bidir with --validate: both streams write the same buffers; validate one direction at a time");
+    if (has_mode(s, Mode::lat))
+      return broken({"bidir", "mode"},
+                    "--bidir with --mode lat: both directions stream, so it applies to --mode bw only");
+    if (has_op(s, Op::send))
+      return broken({"bidir", "op"},
+                    "--bidir with --op send: the reverse stream is one-sided; use --op write or read");
+    if (s.validate)
+      return broken({"bidir", "validate"},
+                    "--bidir with --validate: both streams write the same buffers; validate one direction at a time");
     if (s.region_bytes() / uint64_t(s.threads) / kAlign * kAlign < align_up(s.max_size()))
-      return bad(fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "
-                             "raise --random-space or --thread-gap", format_bytes(s.region_bytes() / uint64_t(s.threads)),
-                             format_bytes(s.max_size())));
+      return broken({"bidir", "size", "random-space", "thread-gap"},
+                    fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "
+                                "raise --random-space or --thread-gap", format_bytes(s.region_bytes() / uint64_t(s.threads)),
+                                format_bytes(s.max_size())));
   }
   bool rma = has_op(s, Op::write) || has_op(s, Op::read);
   if (!rma && (s.random_space || s.thread_gap || s.fixed))
-    return bad("--random-space/--thread-gap/--fixed choose remote targets of write and read; --op send has none");
+    return broken({"random-space", "thread-gap", "fixed", "op"},
+                  "--random-space/--thread-gap/--fixed choose remote targets of write and read; --op send has none");
   if (s.random_space && has_op(s, Op::write) && has_mode(s, Mode::lat) && !s.fixed)
-    return bad("--random-space with write latency: the peer detects a write by polling a fixed slot; "
-               "use --mode bw, --op read, or add --fixed");
+    return broken({"random-space", "mode", "op", "fixed"},
+                  "--random-space with write latency: the peer detects a write by polling a fixed slot; "
+                  "use --mode bw, --op read, or add --fixed");
   if (s.thread_gap && s.thread_gap % kAlign)
-    return bad(fmt::format("--thread-gap {}: must be a multiple of {} so targets stay {} B aligned; try {}", s.thread_gap,
-                           kAlign, kAlign, align_up(s.thread_gap)));
+    return broken({"thread-gap"},
+                  fmt::format("--thread-gap {}: must be a multiple of {} so targets stay {} B aligned; try {}", s.thread_gap,
+                              kAlign, kAlign, align_up(s.thread_gap)));
   if (s.random_space && s.random_space % kAlign)
-    return bad(fmt::format("--random-space {}: must be a multiple of {}; try {}", s.random_space, kAlign, align_up(s.random_space)));
+    return broken({"random-space"},
+                  fmt::format("--random-space {}: must be a multiple of {}; try {}", s.random_space, kAlign, align_up(s.random_space)));
 
   for (uint64_t size : s.sizes) {
     if (size > (1ull << 31))
-      return bad(fmt::format("--size {}: larger than 2 GiB per op; use a smaller size", format_bytes(size)));
+      return broken({"size"},
+                    fmt::format("--size {}: larger than 2 GiB per op; use a smaller size", format_bytes(size)));
     if (s.random_space && size > s.random_space)
-      return bad(fmt::format("--size {} > --random-space {}: payload must fit the random region; raise --random-space",
-                             format_bytes(size), format_bytes(s.random_space)));
+      return broken({"size", "random-space"},
+                    fmt::format("--size {} > --random-space {}: payload must fit the random region; raise --random-space",
+                                format_bytes(size), format_bytes(s.random_space)));
     if (s.thread_gap && size > s.thread_gap)
-      return bad(fmt::format("--size {} > --thread-gap {}: payload must fit a thread's slice; raise --thread-gap to {}",
-                             format_bytes(size), format_bytes(s.thread_gap), format_bytes(align_up(size))));
+      return broken({"size", "thread-gap"},
+                    fmt::format("--size {} > --thread-gap {}: payload must fit a thread's slice; raise --thread-gap to {}",
+                                format_bytes(size), format_bytes(s.thread_gap), format_bytes(align_up(size))));
     if (s.local_mr && uint64_t(s.batch) * size > s.local_mr)
-      return bad(fmt::format("--batch {} x --size {} > --local-mr {}: a batch needs its own local buffers; raise --local-mr to {}",
-                             s.batch, format_bytes(size), format_bytes(s.local_mr), format_bytes(uint64_t(s.batch) * size)));
+      return broken({"batch", "size", "local-mr"},
+                    fmt::format("--batch {} x --size {} > --local-mr {}: a batch needs its own local buffers; raise --local-mr to {}",
+                                s.batch, format_bytes(size), format_bytes(s.local_mr), format_bytes(uint64_t(s.batch) * size)));
   }
   if (s.random_space && (s.thread_gap || s.fixed) && uint64_t(s.threads) * s.gap() > s.random_space)
-    return bad(fmt::format("--threads {} x --thread-gap {} > --random-space {}: every thread's slice must fit the region; "
-                           "raise --random-space to {} or lower --thread-gap",
-                           s.threads, format_bytes(s.gap()), format_bytes(s.random_space),
-                           format_bytes(uint64_t(s.threads) * s.gap())));
+    return broken({"threads", "thread-gap", "random-space"},
+                  fmt::format("--threads {} x --thread-gap {} > --random-space {}: every thread's slice must fit the region; "
+                              "raise --random-space to {} or lower --thread-gap",
+                              s.threads, format_bytes(s.gap()), format_bytes(s.random_space),
+                              format_bytes(uint64_t(s.threads) * s.gap())));
   if (s.local_mr && s.wants_mirror() && s.local_mr < s.region_bytes())
-    return bad(fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
-                           "({}); drop --local-mr or raise it to {}",
-                           format_bytes(s.local_mr), format_bytes(s.region_bytes()), format_bytes(s.region_bytes())));
+    return broken({"local-mr", "validate"},
+                  fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
+                              "({}); drop --local-mr or raise it to {}",
+                              format_bytes(s.local_mr), format_bytes(s.region_bytes()), format_bytes(s.region_bytes())));
   if (s.local_mr && s.validate && has_op(s, Op::send) &&
       s.local_mr < uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))
-    return bad(fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
-                           "drop --local-mr or raise it to {}", format_bytes(s.local_mr),
-                           format_bytes(uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))));
+    return broken({"local-mr", "validate", "op"},
+                  fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
+                              "drop --local-mr or raise it to {}", format_bytes(s.local_mr),
+                              format_bytes(uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))));
   uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
   if (total > (16ull << 30))
-    return bad(fmt::format("the run needs {} of buffers (region + per-thread local memory); lower --random-space, "
-                           "--local-mr or --threads", format_bytes(total)));
+    return broken({"random-space", "local-mr", "threads"},
+                  fmt::format("the run needs {} of buffers (region + per-thread local memory); lower --random-space, "
+                              "--local-mr or --threads", format_bytes(total)));
   return {};
 }
 

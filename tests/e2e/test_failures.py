@@ -33,6 +33,10 @@ from conftest import only_child_of, orphans_adopted, process_state, remove_dead_
     (["-t", "tcp:fast"], "-t tcp:fast"),                         # tcp has no variants
     (["-t", "inproc"], "-t inproc"),                             # in-process, for unit tests only
     (["--list", "xml"], "--list"),
+    (["--threads", "many"], "--threads 'many': must be a whole number, e.g. --threads 4"),  # our wording, not CLI11's
+    (["--depth=-5"], "--depth '-5': must be a whole number, not negative, e.g. --depth 64"),
+    (["--duration", "soon"], "--duration 'soon': must be a number of seconds, e.g. --duration 2.5"),
+    (["--depth", "4", "--depth", "8"], "--depth given 2 times ('4', '8'): give it once"),
 ])
 def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
     r = run([rdmabench, "-t", "ofi:shm"] + args if "-t" not in args else [rdmabench] + args, timeout=10)

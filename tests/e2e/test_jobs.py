@@ -90,6 +90,9 @@ depth = [8, 100000, 16]
     ("[defaults]\njson = \"r.jsonl\"\n[matrix]\nsize = [64, 4096]\ndepth = [1]\nbatch = [2]\n", 5, "depth"),
     ("[defaults]\nsize = \"64\"\n", 1, "json"),                                           # no results file
     ("[defaults]\njson = \"r.jsonl\"\nvalidate = \"yes\"\n", 3, "validate"),
+    ("[defaults]\njson = \"r.jsonl\"\nthreads = \"many\"\n", 3, "threads"),               # does not convert
+    ("[defaults]\njson = \"r.jsonl\"\ndepth = \"-5\"\n", 3, "depth"),                     # a value, not a flag
+    ("[defaults]\njson = \"r.jsonl\"\nmode = \"lat\"\n[matrix]\nbatch-size = [1, 4]\n", 5, "batch-size"),  # alias
 ])
 def test_bad_job_is_rejected_before_any_run(rdmabench, tmp_path, body, line, key):
     job = write_job(tmp_path, body)
@@ -99,6 +102,14 @@ def test_bad_job_is_rejected_before_any_run(rdmabench, tmp_path, body, line, key
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith(f"{job}:{line}: key '{key}': "), lines[0]
     assert r.stdout == ""
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_bad_flag_beside_the_job_is_named_on_the_command_line(rdmabench, tmp_path):
+    job = write_job(tmp_path, "[defaults]\njson = \"r.jsonl\"\nmode = \"lat\"\n")
+    r = run([rdmabench, "--job", str(job), "--depth", "8"], timeout=20, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith(f"{job}: --depth on the command line: --depth 8 with --mode lat: "), r.stderr
     assert not (tmp_path / "r.jsonl").exists()
 
 

@@ -1,5 +1,5 @@
-// What the command line decides itself, beyond the spec's checks: flags given where they mean
-// nothing, and what an unset warm-up stays.
+// What the command line decides itself, beyond the spec's checks: values that do not convert,
+// flags given where they mean nothing, which flag an error is about, and what an unset warm-up stays.
 #include <gtest/gtest.h>
 
 #include "../../apps/rdmabench/cli.hh"
@@ -23,6 +23,50 @@ TEST(Cli, StreamFlagsGivenToALatencyOnlyRunAreErrors) {
 TEST(Cli, StreamFlagsAreFineWhenARunAlsoStreams) {
   EXPECT_TRUE(parse_error({"--mode", "bw,lat", "--depth", "4", "--batch", "2", "--signal", "2"}).is_ok());
   EXPECT_TRUE(parse_error({"--mode", "lat", "--depth", "1"}).is_ok());  // the value a latency run uses anyway
+}
+
+// Every value flag converts its text itself and says what it wants: the flag, the value, the
+// rule and an example.
+TEST(Cli, ValuesThatDoNotConvertNameTheFlagTheValueAndAFix) {
+  auto message = [](const std::vector<std::string>& args) { return parse_error(args).message(); };
+  EXPECT_EQ(message({"--threads", "x"}), "--threads 'x': must be a whole number, e.g. --threads 4");
+  EXPECT_EQ(message({"-d", "4.5"}), "--depth '4.5': must be a whole number, e.g. --depth 64");
+  EXPECT_EQ(message({"--depth=-5"}), "--depth '-5': must be a whole number, not negative, e.g. --depth 64");
+  EXPECT_EQ(message({"--iters", "-5"}), "--iters '-5': must be a whole number, not negative, e.g. --iters 2000");
+  EXPECT_EQ(message({"--batch", "99999999999"}),
+            "--batch '99999999999': must be a whole number up to 4294967295, e.g. --batch 8");
+  EXPECT_EQ(message({"--duration", "soon"}), "--duration 'soon': must be a number of seconds, e.g. --duration 2.5");
+  EXPECT_EQ(message({"--timeout", "inf"}), "--timeout 'inf': must be a number of seconds, e.g. --timeout 30");
+  EXPECT_EQ(message({"--threads", "1", "--threads", "2"}), "--threads given 2 times ('1', '2'): give it once");
+  EXPECT_EQ(message({"--validate=maybe"}), "--validate=maybe: a switch is on or off; give --validate, or --validate=false to leave it off");
+  auto hex = parse_command_line({"--seed", "0x10", "--threads", "2"});  // what the flags took before
+  ASSERT_TRUE(hex.is_ok()) << hex.status().message();
+  EXPECT_EQ(hex->spec.seed, 16u);
+  auto off = parse_command_line({"--validate=false"});
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_FALSE(off->spec.validate);
+}
+
+// build_command's errors name their flag: the one whose value is wrong, or for a rule between
+// flags the first of them (in the rule's message order) that was given.
+TEST(Cli, ErrorsNameTheirFlag) {
+  auto flag_of = [](std::vector<std::pair<std::string, std::string>> given) {
+    FlagValues values;
+    for (auto& [name, text] : given) values.set(name, {text.empty() ? std::vector<std::string>{} : std::vector{text}, {}});
+    auto c = build_command(values);
+    EXPECT_FALSE(c.is_ok());
+    return c ? std::string("(built)") : c.error().flag;
+  };
+  EXPECT_EQ(flag_of({{"threads", "x"}}), "threads");
+  EXPECT_EQ(flag_of({{"mode", "lat"}, {"depth", "8"}}), "depth");
+  EXPECT_EQ(flag_of({{"batch", "8"}, {"depth", "4"}}), "depth");             // --depth 4 < --batch 8
+  EXPECT_EQ(flag_of({{"batch", "8"}, {"local-mr", "1K"}, {"size", "512"}}), "batch");
+  EXPECT_EQ(flag_of({{"size", "8K"}, {"random-space", "4K"}}), "size");
+  EXPECT_EQ(flag_of({{"random-space", "4K"}, {"size", "8K"}}), "size");     // the rule's order, not the user's
+  EXPECT_EQ(flag_of({{"read", ""}, {"op", "write"}}), "read");
+  EXPECT_EQ(flag_of({{"transport", "tcp"}, {"transport-opt", "nodelay=maybe"}}), "transport-opt");
+  EXPECT_EQ(flag_of({{"transport", "carrier-pigeon"}}), "transport");
+  EXPECT_EQ(flag_of({{"thread-gap", "1000"}}), "thread-gap");
 }
 
 TEST(Cli, WarmupIsACountATimeOrUnset) {

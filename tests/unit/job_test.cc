@@ -198,13 +198,50 @@ TEST(Job, BadValuesNameTheirLine) {
   m = error_of("[defaults]\njson = \"r.jsonl\"\niters = 0\n");
   EXPECT_NE(m.find("job.toml:3: key 'iters': --iters 0: must be at least 1"), std::string::npos) << m;
 
-  m = error_of("[defaults]\njson = \"r.jsonl\"\nthreads = \"many\"\n");  // CLI11's own conversion error
-  EXPECT_NE(m.find("job.toml:3: key 'threads':"), std::string::npos) << m;
+  m = error_of("[defaults]\njson = \"r.jsonl\"\nthreads = \"many\"\n");  // a conversion: the flag's own wording
+  EXPECT_EQ(m, "job.toml:3: key 'threads': --threads 'many': must be a whole number, e.g. --threads 4") << m;
 
   // A rule between flags: the first flag the message names is blamed.
   m = error_of("[defaults]\njson = \"r.jsonl\"\nrandom-space = \"1K\"\n[matrix]\nsize = [64, 4096]\n");
   EXPECT_NE(m.find("job.toml:"), std::string::npos) << m;
   EXPECT_NE(m.find("run 2 of 2"), std::string::npos) << m;
+}
+
+// A rule between flags is blamed on the first of its flags that the run sets, wherever it is set.
+TEST(Job, RulesBetweenFlagsNameTheKeyThatSetTheFlag) {
+  auto m = error_of("[defaults]\njson = \"r.jsonl\"\nmode = \"lat\"\ndepth = 8\n");
+  EXPECT_EQ(m.rfind("job.toml:4: key 'depth': --depth 8 with --mode lat: ", 0), 0u) << m;
+
+  // Under an alias, the key as written.
+  m = error_of("[defaults]\njson = \"r.jsonl\"\nmode = \"lat\"\n[matrix]\nbatch-size = [1, 4]\n");
+  EXPECT_EQ(m.rfind("job.toml:5: key 'batch-size': --batch 4 with --mode lat: ", 0), 0u) << m;
+  EXPECT_NE(m.find("(run 2 of 2: --batch 4 --json r.jsonl --mode lat)"), std::string::npos) << m;
+  m = error_of("[defaults]\njson = \"r.jsonl\"\nrandom-space = \"4K\"\npayload = \"8K\"\n");
+  EXPECT_EQ(m.rfind("job.toml:4: key 'payload': --size 8K > --random-space 4K: ", 0), 0u) << m;
+
+  // The rule's first flag set only by the file: the file's key, though --mode came from the command line.
+  m = error_of("[defaults]\njson = \"r.jsonl\"\ndepth = 8\n", {{"mode", "lat", false}});
+  EXPECT_EQ(m.rfind("job.toml:3: key 'depth': --depth 8 with --mode lat: ", 0), 0u) << m;
+  // ... and set on the command line beside --job: named there.
+  m = error_of("[defaults]\njson = \"r.jsonl\"\nmode = \"lat\"\n", {{"depth", "8", false}});
+  EXPECT_EQ(m.rfind("job.toml: --depth on the command line: --depth 8 with --mode lat: ", 0), 0u) << m;
+  m = error_of("[defaults]\njson = \"r.jsonl\"\n", {{"threads", "many", false}});
+  EXPECT_EQ(m, "job.toml: --threads on the command line: --threads 'many': must be a whole number, e.g. --threads 4");
+}
+
+// A value is text handed to its flag, never read as a flag itself, even when it starts with '-'.
+TEST(Job, ValuesStartingWithADashAreValues) {
+  auto m = error_of("[defaults]\njson = \"r.jsonl\"\ndepth = \"-5\"\n");
+  EXPECT_EQ(m, "job.toml:3: key 'depth': --depth '-5': must be a whole number, not negative, e.g. --depth 64");
+  m = error_of("[defaults]\njson = \"r.jsonl\"\ncpus = \"-1\"\n");
+  EXPECT_EQ(m.rfind("job.toml:3: key 'cpus': --cpus '-1': ", 0), 0u) << m;
+  m = error_of("[defaults]\njson = \"r.jsonl\"\nsize = \"-5\"\n");
+  EXPECT_EQ(m.rfind("job.toml:3: key 'size': --size '-5'", 0), 0u) << m;
+  m = error_of("[defaults]\njson = \"r.jsonl\"\nthreads = -2\n");  // a TOML integer: converts, then the rule
+  EXPECT_EQ(m, "job.toml:3: key 'threads': --threads -2: must be 1..256");
+  auto j = parse("[defaults]\njson = \"-r.jsonl\"\n");  // a file name may start with '-'
+  ASSERT_TRUE(j.is_ok()) << j.status().message();
+  EXPECT_EQ(j->runs[0].cmd.output.json, "-r.jsonl");
 }
 
 TEST(Job, WrongTypes) {

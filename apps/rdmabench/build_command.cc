@@ -1,0 +1,141 @@
+// FlagValues -> Command: the flags applied one by one, then the rules that involve several.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cli.hh"
+#include "transport/registry.hh"
+
+namespace rb::app {
+namespace {
+
+Status bad(std::string msg) { return {Errc::invalid_argument, std::move(msg)}; }
+
+// The error blamed on the first of `flags` that was given; on none when none was.
+FlagError blame(const FlagValues& values, const std::vector<std::string>& flags, Status st) {
+  for (const auto& f : flags)
+    if (values.given(f)) return {f, std::move(st)};
+  return {"", std::move(st)};
+}
+
+Status apply_flag(const FlagInfo& f, const FlagValue& v, Command& cmd) {
+  if (Status once = check_given_once(f, v); !once) return once;
+  if (!f.apply) return {};
+  return f.apply(f, v, cmd);
+}
+
+FlagError apply_all(const FlagValues& values, Command& cmd) {
+  for (const auto& f : flag_table()) {
+    const FlagValue* v = values.find(f.name);
+    if (!v) continue;
+    if (Status st = apply_flag(f, *v, cmd); !st) return {f.name, st};
+  }
+  return {};
+}
+
+// The transport, its domain and its options, checked in that order so that an error is blamed on
+// the part that was added when it appeared.
+FlagError check_transport(const transport::Selection& chosen) {
+  transport::Selection s{chosen.name, chosen.variant, "", {}};
+  if (auto r = transport::check_selection(s); !r) return {"transport", r.status()};
+  s.domain = chosen.domain;
+  if (auto r = transport::check_selection(s); !r) return {"domain", r.status()};
+  s.options = chosen.options;
+  if (auto r = transport::check_selection(s); !r) return {"transport-opt", r.status()};
+  return {};
+}
+
+// A flag that shapes a stream means nothing to a latency-only run: given anyway, it is a mistake
+// worth saying. This is about what the user typed, so it lives here and not in the spec's checks.
+FlagError stream_flags_in_latency_run(const FlagValues& values, const bench::RunSpec& s) {
+  if (std::find(s.modes.begin(), s.modes.end(), bench::Mode::bw) != s.modes.end()) return {};
+  if (values.given("depth") && s.depth != 1)
+    return blame(values, {"depth", "mode"}, bad(fmt::format("--depth {} with --mode lat: latency runs keep one op in flight; "
+                                                            "drop --depth or add --mode bw", s.depth)));
+  if (values.given("batch") && s.batch != 1)
+    return blame(values, {"batch", "mode"}, bad(fmt::format("--batch {} with --mode lat: latency runs post one op at a time; "
+                                                            "drop --batch or add --mode bw", s.batch)));
+  if (values.given("signal") && s.signal != 1)
+    return blame(values, {"signal", "mode"},
+                 bad(fmt::format("--signal {} with --mode lat: every latency op is signaled; drop --signal", s.signal)));
+  return {};
+}
+
+// --read is --op read: the two must agree.
+FlagError read_or_op(const FlagValues& values, bench::RunSpec& s) {
+  if (!values.given("read")) return {};
+  const FlagValue* op = values.find("op");
+  if (op && !op->text().empty() && op->text() != "read")
+    return blame(values, {"read", "op"},
+                 bad(fmt::format("--read and --op {} disagree: --read means --op read; give one", op->text())));
+  s.ops = {bench::Op::read};
+  return {};
+}
+
+// The rules between flags that hold for every kind of command.
+FlagError check_between_flags(const FlagValues& values, Command& cmd) {
+  bench::RunSpec& s = cmd.spec;
+  if (!s.domains.empty() && !values.given("rails")) s.rails = int(s.domains.size());
+  if (FlagError e = check_transport(s.transport); !e.status) return e;
+  if (FlagError e = read_or_op(values, s); !e.status) return e;
+  return stream_flags_in_latency_run(values, s);
+}
+
+FlagResult<Command> server_command(const FlagValues& values, Command cmd) {
+  if (values.given("loopback")) return blame(values, {"server", "loopback"}, bad("--server and --loopback: choose one"));
+  const FlagValue* addr = values.find("addr");
+  std::string listen = addr && !addr->text().empty() ? addr->text() : "0.0.0.0";
+  auto hp = bootstrap::parse_host_port(listen, kDefaultPort, "--addr");
+  if (!hp) return FlagError{"addr", hp.status()};
+  cmd.kind = Command::Kind::server;
+  cmd.server.listen = *hp;
+  cmd.server.domain = cmd.spec.transport.domain;
+  cmd.server.domains = cmd.spec.domains;
+  cmd.server.cpus = cmd.spec.cpus;
+  cmd.server.hello_timeout_s = cmd.spec.timeout_s;
+  return cmd;
+}
+
+FlagResult<Command> client_command(const FlagValues& values, Command cmd) {
+  if (values.given("once")) return FlagError{"once", bad("--once applies to --server only")};
+  bench::SpecProblem p = bench::first_problem(cmd.spec);
+  if (!p.status) return blame(values, p.flags, p.status);
+  const FlagValue* addr = values.find("addr");
+  bool has_addr = addr && !addr->text().empty();
+  if (values.given("loopback") || !has_addr) {
+    if (has_addr)
+      return blame(values, {"loopback", "addr"}, bad("--loopback and --addr: choose one (--loopback picks its own port)"));
+    cmd.kind = Command::Kind::loopback;
+    return cmd;
+  }
+  auto hp = bootstrap::parse_host_port(addr->text(), kDefaultPort, "--addr");
+  if (!hp) return FlagError{"addr", hp.status()};
+  cmd.kind = Command::Kind::client;
+  cmd.client.server = *hp;
+  return cmd;
+}
+
+}  // namespace
+
+FlagResult<Command> build_command(const FlagValues& values) {
+  Command cmd;
+  cmd.spec.transport.name = transport::default_transport().name;  // -t's default is the registry's
+  if (values.given("version")) {
+    cmd.kind = Command::Kind::version;
+    return cmd;
+  }
+  if (const FlagValue* list = values.find("list")) {
+    std::string format = list->texts.empty() ? "" : list->text();
+    if (!format.empty() && format != "json")
+      return FlagError{"list", bad(fmt::format("--list {}: the only format is json; give --list or --list json", format))};
+    cmd.kind = Command::Kind::list;
+    cmd.list_json = format == "json";
+    return cmd;
+  }
+  if (FlagError e = apply_all(values, cmd); !e.status) return e;
+  if (FlagError e = check_between_flags(values, cmd); !e.status) return e;
+  if (values.given("server")) return server_command(values, std::move(cmd));
+  return client_command(values, std::move(cmd));
+}
+
+}  // namespace rb::app

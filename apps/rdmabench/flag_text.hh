@@ -1,0 +1,37 @@
+#pragma once
+// A flag's value text -> a number, with the flag's own one-line error: the flag, the value, the
+// rule and an example to copy ("--threads 'x': must be a whole number, e.g. --threads 4").
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/status.hh"
+
+namespace rb::app {
+
+// "--{flag} '{text}': {rule}, e.g. --{flag} {example}"
+Status bad_value(const std::string& flag, const std::string& text, const std::string& rule, const std::string& example);
+
+// Whole numbers as CLI11 took them (strtoll base 0: 4, 0x10), no sign for an unsigned flag.
+Result<int64_t> to_signed(const std::string& flag, const std::string& text, int64_t min, int64_t max, const std::string& example);
+Result<uint64_t> to_unsigned(const std::string& flag, const std::string& text, uint64_t max, const std::string& example);
+
+template <class T>
+Result<T> to_whole(const std::string& flag, const std::string& text, const std::string& example) {
+  using L = std::numeric_limits<T>;
+  if constexpr (L::is_signed) {
+    auto v = to_signed(flag, text, L::min(), L::max(), example);
+    if (!v) return v.status();
+    return T(*v);
+  } else {
+    auto v = to_unsigned(flag, text, L::max(), example);
+    if (!v) return v.status();
+    return T(*v);
+  }
+}
+
+// A finite decimal number of seconds: 2, 0.5, 1e-3. Whether it may be 0 or negative is the
+// flag's own rule, checked after.
+Result<double> to_seconds(const std::string& flag, const std::string& text, const std::string& example);
+
+}  // namespace rb::app
