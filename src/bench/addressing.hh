@@ -6,10 +6,15 @@
 // An op never crosses the end of its range.
 #include <cstdint>
 
+#include "bench/pattern.hh"
 #include "bench/spec.hh"
 #include "core/rng.hh"
 
 namespace rb::bench {
+
+// The seed of a run's phase `index` (one op, mode, size, repeat), from the run's --seed: each
+// thread's AddressGen and the data patterns draw from it, so one --seed gives one target sequence.
+inline uint64_t phase_seed(uint64_t run_seed, uint64_t index) { return mix64(run_seed + index * 0x1000193); }
 
 class AddressGen {
  public:

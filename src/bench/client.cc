@@ -85,7 +85,7 @@ class ClientRun {
   }
 
   RunInfo run_info() const {
-    RunInfo info{&s_, sess_->domain().info(), fmt::format("{}:{}", o_.server.host, o_.server.port),
+    RunInfo info{&s_, sess_->domain().info(), bootstrap::host_port_text(o_.server),
                  clock_.uses_tsc() ? fmt::format("tsc {:.2f} GHz", clock_.ghz()) : "clock_gettime", {}, 0};
     for (auto& d : sess_->domains) info.domains.push_back(d->info().domain);
     // The line rate a bw row is a share of: every rail's link, when the provider reports them all.

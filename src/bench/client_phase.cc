@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/addressing.hh"
 #include "bench/pattern.hh"
 #include "bench/phase_threads.hh"
 #include "bench/worker.hh"
@@ -49,7 +50,7 @@ class ClientPhase {
     pc_.spec = &s_;
     pc_.phase = ph_;
     pc_.clock = &e_.clock;
-    pc_.seed = mix64(s_.seed + index_ * 0x1000193);
+    pc_.seed = phase_seed(s_.seed, index_);
     pc_.abort = &abort_;
     pc_.inject_max = s_.inject ? e_.session.domain().caps().inject : 0;
     pc_.yield_to_engine = e_.session.domain().caps().engine_thread;

@@ -85,7 +85,7 @@ Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop) {
     fmt::print(stderr, "rdmabench: error: {}\n", l.status().message());
     return l.status();
   }
-  if (!opt.quiet) fmt::print(stderr, "rdmabench server: listening on {}:{}\n", opt.listen.host, l->port());
+  if (!opt.quiet) fmt::print(stderr, "rdmabench server: listening on {}\n", bootstrap::host_port_text({opt.listen.host, l->port()}));
   if (opt.ready_fd >= 0) {
     std::string port = fmt::format("{}\n", l->port());
     (void)!write(opt.ready_fd, port.data(), port.size());

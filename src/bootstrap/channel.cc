@@ -77,6 +77,11 @@ Result<HostPort> parse_host_port(const std::string& text, uint16_t default_port,
   return hp;
 }
 
+std::string host_port_text(const HostPort& hp) {
+  if (hp.host.find(':') != std::string::npos) return fmt::format("[{}]:{}", hp.host, hp.port);
+  return fmt::format("{}:{}", hp.host, hp.port);
+}
+
 Channel& Channel::operator=(Channel&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) close(fd_);
@@ -101,7 +106,7 @@ Result<Channel> Channel::connect(const HostPort& hp, double timeout_s) {
     if (fd < 0) continue;
     Channel ch(fd);
     if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-      last = Status(Errc::peer_gone, fmt::format("cannot connect to {}:{}: {}", hp.host, hp.port, strerror(errno)));
+      last = Status(Errc::peer_gone, fmt::format("cannot connect to {}: {}", host_port_text(hp), strerror(errno)));
       continue;
     }
     pollfd p{fd, POLLOUT, 0};
@@ -111,7 +116,7 @@ Result<Channel> Channel::connect(const HostPort& hp, double timeout_s) {
     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (pr <= 0 || err) {
       last = Status(pr == 0 ? Errc::timeout : Errc::peer_gone,
-                    fmt::format("cannot connect to {}:{}: {}{}", hp.host, hp.port, pr == 0 ? "timed out" : strerror(err),
+                    fmt::format("cannot connect to {}: {}{}", host_port_text(hp), pr == 0 ? "timed out" : strerror(err),
                                 " (is `rdmabench --server` running there?)"));
       continue;
     }
@@ -218,7 +223,7 @@ Result<Listener> Listener::listen(const HostPort& hp) {
   int one = 1;
   setsockopt(l.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(l.fd_, res->ai_addr, res->ai_addrlen) != 0) {
-    Status s(Errc::io, fmt::format("--addr {}:{}: cannot listen: {}{}", hp.host, hp.port, strerror(errno),
+    Status s(Errc::io, fmt::format("--addr {}: cannot listen: {}{}", host_port_text(hp), strerror(errno),
                                    errno == EADDRINUSE ? " (another server runs there; pick another port)" : ""));
     freeaddrinfo(res);
     return s;

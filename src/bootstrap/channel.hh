@@ -17,6 +17,8 @@ struct HostPort {
 };
 // "127.0.0.1:7471", "[::1]:7471", "node1:7471"; a bare host gets `default_port`.
 Result<HostPort> parse_host_port(const std::string& text, uint16_t default_port, const char* flag);
+// The inverse: "127.0.0.1:7471", "[::1]:7471" (an IPv6 host in brackets, so the text parses back).
+std::string host_port_text(const HostPort& hp);
 
 class Channel {
  public:

@@ -87,5 +87,32 @@ TEST(Cli, WarmupIsACountATimeOrUnset) {
   EXPECT_EQ(zero->spec.warmup_iters_for(bench::Mode::bw), 0u);  // an explicit none is not the default
 }
 
+// The aliases the README lists are the same flags: --life is --duration, --batch-size is --batch.
+TEST(Cli, LifeAndBatchSizeAreDurationAndBatch) {
+  auto alias = parse_command_line({"--life", "2.5", "--batch-size", "8", "--depth", "16"});
+  auto named = parse_command_line({"--duration", "2.5", "--batch", "8", "--depth", "16"});
+  ASSERT_TRUE(alias.is_ok()) << alias.status().message();
+  ASSERT_TRUE(named.is_ok()) << named.status().message();
+  EXPECT_EQ(alias->spec.duration_s, 2.5);
+  EXPECT_EQ(alias->spec.batch, 8);
+  EXPECT_EQ(alias->spec.duration_s, named->spec.duration_s);
+  EXPECT_EQ(alias->spec.batch, named->spec.batch);
+}
+
+// --no-inject turns inline sends off (both sides read spec.inject); --fixed wins over
+// --random-space, so targets are the slice start (what AddressGen draws when random() is false).
+TEST(Cli, NoInjectAndFixedReachTheSpec) {
+  auto plain = parse_command_line({"--mode", "lat"});
+  auto no_inject = parse_command_line({"--mode", "lat", "--no-inject"});
+  ASSERT_TRUE(plain.is_ok() && no_inject.is_ok());
+  EXPECT_TRUE(plain->spec.inject);
+  EXPECT_FALSE(no_inject->spec.inject);
+  auto random = parse_command_line({"--random-space", "1M", "--size", "64"});
+  auto fixed = parse_command_line({"--random-space", "1M", "--size", "64", "--fixed"});
+  ASSERT_TRUE(random.is_ok() && fixed.is_ok());
+  EXPECT_TRUE(random->spec.random());
+  EXPECT_FALSE(fixed->spec.random());
+}
+
 }  // namespace
 }  // namespace rb::app
