@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import remove_dead_shm_names, run, wait_for_text
+from conftest import children_of, remove_dead_shm_names, run, wait_for_text
 
 MAX_MESSAGE = 64 * 1024
 
@@ -173,14 +173,21 @@ def test_many_real_clients_at_once(rdmabench, server):
         assert "write bw" in out
 
 
-def test_a_stopped_client_is_dropped_within_its_timeout(rdmabench, server):
-    port, log, _ = server
+def measuring_shm_client(rdmabench, port, log):
+    """A 30 s ofi:shm write stream with --timeout 2, returned once the server serves it and it is
+    past its start."""
     client = subprocess.Popen([rdmabench, "--addr", f"127.0.0.1:{port}", "-t", "ofi:shm", "--op", "write",
                                "--duration", "30", "--timeout", "2"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_text(log, "run from")
+    time.sleep(0.5)  # into the stream: nothing announces it, and a little more of it changes nothing
+    return client
+
+
+def test_a_stopped_client_is_dropped_within_its_timeout(rdmabench, server):
+    port, log, _ = server
+    client = measuring_shm_client(rdmabench, port, log)
     try:
-        wait_for_text(log, "run from")
-        time.sleep(0.5)
         client.send_signal(signal.SIGSTOP)
         t0 = time.time()
         wait_for_text(log, "client at 127.0.0.1 sent nothing for 2 s", timeout=15)
@@ -217,19 +224,10 @@ def test_client_facing_a_silent_listener_gives_up_within_its_timeout(rdmabench, 
     assert took < 6
 
 
-def children_of(pid):
-    out = run(["pgrep", "-P", str(pid)]).stdout.split()
-    return [int(p) for p in out]
-
-
 def test_a_killed_run_process_leaves_no_shared_memory_behind(rdmabench, server):
     port, log, proc = server
-    client = subprocess.Popen([rdmabench, "--addr", f"127.0.0.1:{port}", "-t", "ofi:shm", "--op", "write",
-                               "--duration", "30", "--timeout", "2"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = measuring_shm_client(rdmabench, port, log)
     try:
-        wait_for_text(log, "run from")
-        time.sleep(0.5)
         kids = children_of(proc.pid)
         assert len(kids) == 1
         run_pid = kids[0]
