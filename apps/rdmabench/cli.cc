@@ -8,6 +8,7 @@
 
 #include "bench/sizes.hh"
 #include "core/affinity.hh"
+#include "transport/fault/fault_plan.hh"
 #include "transport/registry.hh"
 #include "transport_help.hh"
 
@@ -255,6 +256,8 @@ Result<Command> parse_command_line(int argc, char** argv) {
     cmd.list_json = list_format == "json";
     return cmd;
   }
+  // Checked up front, as a flag would be: a malformed test fault is a mistake, never ignored.
+  if (auto fault = transport::fault::fault_plan_from_env(); !fault) return fault.status();
   s.inject = !no_inject;
   if (!domains.empty()) {
     s.domains = split_list(domains);
