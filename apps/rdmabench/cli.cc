@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "transport/fault/fault_plan.hh"
 #include "transport_help.hh"
 
 namespace rb::app {
@@ -120,6 +121,8 @@ Result<Command> parse_command_line(int argc, char** argv) {
   auto values = read_values(options);
   if (!values) return values.status();
   if (values->given("job")) return job_command(*values);
+  // Checked up front, as a flag would be: a malformed test fault is a mistake, never ignored.
+  if (auto fault = transport::fault::fault_plan_from_env(); !fault) return fault.status();
   auto cmd = build_command(*values);
   if (!cmd) return cmd.error().status;
   return std::move(*cmd);

@@ -21,12 +21,26 @@ Status Peer::send(const Message& m) {
   Status s = ch_.send_frame(kJsonFrame, text.data(), text.size());
   if (!std::holds_alternative<Alive>(m)) quiet_since_ = Clock::now();  // a reply is due from now on
   last_sent_ = Clock::now();
-  return s;
+  return s ? s : reason_left_or(s);
 }
 
 Status Peer::send_bytes(const std::vector<uint8_t>& data) {
   last_sent_ = quiet_since_ = Clock::now();
-  return ch_.send_frame(kBytesFrame, data.data(), data.size());
+  Status s = ch_.send_frame(kBytesFrame, data.data(), data.size());
+  return s ? s : reason_left_or(s);
+}
+
+// A peer that fails sends its Error and closes. A send of ours that meets the closed connection
+// (reset, since our last frames were still unread there) must not hide that reason: it has
+// arrived before the reset and is still there to read.
+Status Peer::reason_left_or(const Status& failed) {
+  if (failed.code() != Errc::peer_gone) return failed;
+  while (ch_.readable()) {
+    auto m = poll();
+    if (!m) break;
+    if (m.value() && std::holds_alternative<Error>(*m.value())) return unexpected(*m.value(), Error::kType);
+  }
+  return failed;
 }
 
 Status Peer::keep_alive() {

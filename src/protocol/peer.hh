@@ -58,6 +58,7 @@ class Peer {
  private:
   using Clock = std::chrono::steady_clock;
   Status silence_error() const;
+  Status reason_left_or(const Status& failed);
   bootstrap::Channel ch_;
   std::string who_;
   double timeout_s_ = 10;

@@ -1,5 +1,8 @@
+#include <optional>
+
 #include <fmt/format.h>
 
+#include "transport/fault/faulty.hh"
 #include "transport/registry.hh"
 
 namespace rb::transport {
@@ -57,7 +60,17 @@ Result<std::unique_ptr<Domain>> open_selected(const Selection& s, const DomainSi
   if (!args) return args.status();
   args->domain = site.domain;
   args->local_ip = site.local_ip;
-  return find_transport(s.name)->open(*args);
+  // A run's domains carry the test-only fault of RDMABENCH_FAULT, when set (fault/fault_plan.hh);
+  // the in-process tests build their faults themselves, so a stray variable cannot skew them.
+  std::optional<fault::FaultPlan> plan;
+  if (use == Use::run) {
+    auto env = fault::fault_plan_from_env();
+    if (!env) return env.status();
+    plan = *env;
+  }
+  auto dom = find_transport(s.name)->open(*args);
+  if (!dom || !plan) return dom;
+  return fault::with_faults(std::move(dom.value()), *plan);
 }
 
 }  // namespace rb::transport
