@@ -27,7 +27,8 @@ def sample_sets():
     }
 
 
-def test_binning_helper_follows_the_documented_layout():
+def test_synthetic_bins_follow_the_documented_layout():
+    # Guards the fixtures the other tests build; tests/e2e checks real output against the same layout.
     # Exact below 128 ns, then 128 sub-bins per power of two.
     assert bin_of(5) == (5, 6)
     assert bin_of(127) == (127, 128)
@@ -42,13 +43,13 @@ def test_binning_helper_follows_the_documented_layout():
 
 
 @pytest.mark.parametrize("name", list(sample_sets()))
-def test_percentiles_from_bins_within_one_percent_of_exact(name):
+def test_percentiles_from_bins_within_the_documented_error_of_exact(name):
     samples = sample_sets()[name]
     bins = parse_bins(histogram_bins(samples))
     for q in QUANTILES.values():
         exact = exact_percentile_us(samples, q)
         got = percentile_us(bins, q, min(samples) / 1000, max(samples) / 1000)
-        assert got == pytest.approx(exact, rel=0.01), (name, q, got, exact)
+        assert got == pytest.approx(exact, rel=0.004), (name, q, got, exact)  # the README: within 0.4%
 
 
 @pytest.mark.parametrize("name", list(sample_sets()))

@@ -38,3 +38,25 @@ def test_plot_and_compare_on_real_output(rdmabench, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert c.returncode == 0, c.stderr
     assert "4K" in c.stdout or "4096" in c.stdout
+
+
+def documented_bin(v):
+    """docs/output-format.md's layout: one bin per ns below 128 ns, then 128 bins per power of two."""
+    if v < 128:
+        return v, v + 1
+    width = 1 << (v.bit_length() - 8)
+    low = v // width * width
+    return low, low + width
+
+
+def test_real_bins_follow_the_documented_layout(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "tcp", "--op", "send", "--mode", "lat", "--size", "64", "--iters", "2000",
+             "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text().splitlines()[0])
+    bins = rec["histogram"]["bins"]
+    assert len(bins) > 3
+    for low, high, count in bins:
+        assert (low, high) == documented_bin(low), (low, high)
+        assert count > 0

@@ -318,6 +318,19 @@ TEST(RunnerFailure, OutOfRegionSpecIsRefusedBeforeAnythingStarts) {
   EXPECT_EQ(sink.ended, 1);
 }
 
+// A size past what the transport itself can move (inproc: 1 GiB, below rdmabench's own 2 GiB) is
+// refused by the transport's capabilities, once its domain is open and before any memory is.
+TEST(RunnerFailure, ASizeTheTransportRefusesIsRefusedBeforeAnyMemory) {
+  RunSpec spec = small_spec(kInproc);
+  spec.sizes = {1536ull << 20};
+  RecordingSink sink;
+  RunOutcome out = run_in_process(spec, sink);
+  EXPECT_EQ(out.status.code(), Errc::invalid_argument) << out.status.message();
+  EXPECT_NE(out.status.message().find("--size"), std::string::npos) << out.status.message();
+  EXPECT_NE(out.status.message().find("inproc supports at most"), std::string::npos) << out.status.message();
+  EXPECT_TRUE(sink.runs.empty());
+}
+
 // Without Use::test either side refuses an in-process transport, as the command line does.
 TEST(RunnerFailure, TestOnlyTransportsNeedTheTestOptionOnBothSides) {
   RunSpec spec = small_spec(kInproc);
