@@ -8,6 +8,9 @@
 namespace rb::bench {
 namespace {
 
+// Each repeat's result is kept in memory for the mean and stdev; a thousand is past any useful spread.
+constexpr int kMaxRepeat = 1000;
+
 Status bad(std::string msg) { return {Errc::invalid_argument, std::move(msg)}; }
 SpecProblem broken(std::initializer_list<const char*> flags, std::string msg) {
   return {bad(std::move(msg)), std::vector<std::string>(flags.begin(), flags.end())};
@@ -55,7 +58,9 @@ SpecProblem first_problem(const RunSpec& s) {
   if (s.warmup_s && *s.warmup_s < 0)
     return broken({"warmup"},
                   fmt::format("--warmup {}s: must be >= 0 seconds", *s.warmup_s));
-  if (s.repeat < 1) return broken({"repeat"}, fmt::format("--repeat {}: must be at least 1", s.repeat));
+  if (s.repeat < 1 || s.repeat > kMaxRepeat)
+    return broken({"repeat"}, fmt::format("--repeat {}: must be 1..{}; every repeat is kept until the mean is printed",
+                                          s.repeat, kMaxRepeat));
   if (s.report_interval < 0) return broken({"report-interval"}, "--report-interval: must be >= 0 seconds (0 = off)");
   if (s.report_interval > 0 && s.report_interval < 0.01)
     return broken({"report-interval"}, fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));

@@ -37,6 +37,16 @@ from conftest import only_child_of, orphans_adopted, process_state, remove_dead_
     (["--depth=-5"], "--depth '-5': must be a whole number, not negative, e.g. --depth 64"),
     (["--duration", "soon"], "--duration 'soon': must be a number of seconds, e.g. --duration 2.5"),
     (["--depth", "4", "--depth", "8"], "--depth given 2 times ('4', '8'): give it once"),
+    # numbers a run cannot mean: each used to start a run that never ended or measured nothing
+    (["--warmup", "99999999999999999999"], "--warmup '99999999999999999999'"),
+    (["-n", "9223372036854775808"], "--iters '9223372036854775808'"),
+    (["-D", "1e-9"], "--duration '1e-9'"),
+    (["-D", "1e10"], "--duration '1e10'"),
+    (["-D", "nan"], "--duration 'nan'"),
+    (["--warmup", "1e308s"], "--warmup '1e308s'"),
+    (["--timeout", "1e-9"], "--timeout '1e-9'"),
+    (["--repeat", "1000000000"], "--repeat 1000000000"),
+    (["--size", "3:8"], "--size '3:8'"),
 ])
 def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
     r = run([rdmabench, "-t", "ofi:shm"] + args if "-t" not in args else [rdmabench] + args, timeout=10)

@@ -38,6 +38,19 @@ TEST(Cli, ValuesThatDoNotConvertNameTheFlagTheValueAndAFix) {
   EXPECT_EQ(message({"--duration", "soon"}), "--duration 'soon': must be a number of seconds, e.g. --duration 2.5");
   EXPECT_EQ(message({"--timeout", "inf"}), "--timeout 'inf': must be a number of seconds, e.g. --timeout 30");
   EXPECT_EQ(message({"--threads", "1", "--threads", "2"}), "--threads given 2 times ('1', '2'): give it once");
+  // Numbers a run cannot mean: past 2^63, below what a clock measures, or longer than a day.
+  EXPECT_EQ(message({"--iters", "9223372036854775808"}),
+            "--iters '9223372036854775808': must be a whole number up to 9223372036854775807, e.g. --iters 2000");
+  EXPECT_EQ(message({"--warmup", "99999999999999999999"}),
+            "--warmup '99999999999999999999': must be a whole number up to 9223372036854775807, e.g. --warmup 1000");
+  EXPECT_EQ(message({"-D", "1e-9"}), "--duration '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --duration 2.5");
+  EXPECT_EQ(message({"-D", "1e10"}), "--duration '1e10': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --duration 2.5");
+  EXPECT_EQ(message({"--warmup", "1e308s"}),
+            "--warmup '1e308s': seconds must be 0 or from 0.001s (1 ms) to 86400s (1 day), e.g. --warmup 2s");
+  EXPECT_EQ(message({"--timeout", "1e-9"}), "--timeout '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --timeout 30");
+  EXPECT_EQ(message({"--repeat", "1000000000"}),
+            "--repeat 1000000000: must be 1..1000; every repeat is kept until the mean is printed");
+  EXPECT_TRUE(parse_error({"--report-interval", "0"}).is_ok());  // 0 is "off"
   EXPECT_EQ(message({"--validate=maybe"}), "--validate=maybe: a switch is on or off; give --validate, or --validate=false to leave it off");
   auto hex = parse_command_line({"--seed", "0x10", "--threads", "2"});  // what the flags took before
   ASSERT_TRUE(hex.is_ok()) << hex.status().message();
