@@ -1,5 +1,6 @@
 #include "flag_apply.hh"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -23,14 +24,16 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-// "write,send" -> each item through `parse_one`; an empty text keeps the default.
+// "write,send" -> each item through `parse_one`; an item twice would run the same measurement twice.
 template <class T>
-Status parse_each(const std::string& text, Result<T> (*parse_one)(const std::string&), std::vector<T>& out) {
-  if (text.empty()) return {};
+Status parse_each(const std::string& flag, const std::string& text, Result<T> (*parse_one)(const std::string&),
+                  std::vector<T>& out) {
   std::vector<T> items;
   for (const auto& item : split_list(text)) {
     auto r = parse_one(item);
     if (!r) return r.status();
+    if (std::find(items.begin(), items.end(), *r) != items.end())
+      return {Errc::invalid_argument, fmt::format("--{} '{}': {} is listed twice; give each once", flag, text, item)};
     items.push_back(*r);
   }
   out = std::move(items);
@@ -97,10 +100,12 @@ Status apply_duration(const FlagInfo& f, const FlagValue& v, Command& c) {
   return {};
 }
 
-Status apply_ops(const FlagInfo&, const FlagValue& v, Command& c) { return parse_each(v.text(), bench::parse_op, c.spec.ops); }
+Status apply_ops(const FlagInfo& f, const FlagValue& v, Command& c) {
+  return parse_each(f.name, v.text(), bench::parse_op, c.spec.ops);
+}
 
-Status apply_modes(const FlagInfo&, const FlagValue& v, Command& c) {
-  return parse_each(v.text(), bench::parse_mode, c.spec.modes);
+Status apply_modes(const FlagInfo& f, const FlagValue& v, Command& c) {
+  return parse_each(f.name, v.text(), bench::parse_mode, c.spec.modes);
 }
 
 Status apply_sizes(const FlagInfo&, const FlagValue& v, Command& c) {

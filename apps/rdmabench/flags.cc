@@ -29,6 +29,12 @@ namespace {
 // Flags that describe the process rather than one run: a job file cannot set them.
 constexpr const char* kNotInJob[] = {"server", "once", "list", "version", "ready-fd", "help", "job", "quiet"};
 
+// What a server reads: where to listen, its own NICs and CPUs, how long a silent connection lives.
+// The run itself (transport, sizes, ops, output) is the client's, sent in its hello.
+constexpr const char* kServerOnly[] = {"once", "quiet", "ready-fd"};
+constexpr const char* kEitherRole[] = {"server", "addr", "domain", "domains", "cpus", "timeout",
+                                       "list", "version", "help", "job"};
+
 // "-s,--size,--payload" -> short name "s", name "size", alias "payload".
 FlagInfo named(const std::string& names) {
   FlagInfo f;
@@ -41,6 +47,11 @@ FlagInfo named(const std::string& names) {
     pos = e + 1;
   }
   f.in_job = std::none_of(std::begin(kNotInJob), std::end(kNotInJob), [&](const char* x) { return f.name == x; });
+  f.role = std::any_of(std::begin(kServerOnly), std::end(kServerOnly), [&](const char* x) { return f.name == x; })
+               ? FlagRole::server
+           : std::any_of(std::begin(kEitherRole), std::end(kEitherRole), [&](const char* x) { return f.name == x; })
+               ? FlagRole::both
+               : FlagRole::client;
   return f;
 }
 

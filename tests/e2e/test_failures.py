@@ -47,9 +47,22 @@ from conftest import only_child_of, orphans_adopted, process_state, remove_dead_
     (["--timeout", "1e-9"], "--timeout '1e-9'"),
     (["--repeat", "1000000000"], "--repeat 1000000000"),
     (["--size", "3:8"], "--size '3:8'"),
+    # empty values, flags the role or mode ignores, and lists naming an item twice
+    (["--op", ""], "--op '': an empty value"),
+    (["--addr", ""], "--addr '': an empty value"),
+    (["--json", ""], "--json '': an empty value"),
+    (["--random-space", ""], "--random-space '': an empty value"),
+    (["--server", "--iters", "5"], "--iters with --server"),
+    (["--server", "-t", "tcp"], "--transport with --server"),
+    (["--server", "--size", "4K", "--once"], "--size with --server"),
+    (["--once"], "--once applies to --server only"),
+    (["--mode", "lat", "--lazy"], "--lazy with --mode lat"),
+    (["--op", "write,write"], "--op 'write,write': write is listed twice"),
+    (["--mode", "bw,lat,bw"], "--mode 'bw,lat,bw': bw is listed twice"),
 ])
 def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
-    r = run([rdmabench, "-t", "ofi:shm"] + args if "-t" not in args else [rdmabench] + args, timeout=10)
+    own_transport = "-t" in args or "--server" in args  # a server takes its transport from the client
+    r = run([rdmabench] + args if own_transport else [rdmabench, "-t", "ofi:shm"] + args, timeout=10)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert len(lines) == 1, r.stderr

@@ -1,5 +1,6 @@
 // What the command line decides itself, beyond the spec's checks: values that do not convert,
 // flags given where they mean nothing, which flag an error is about, and what an unset warm-up stays.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../../apps/rdmabench/cli.hh"
@@ -18,6 +19,31 @@ TEST(Cli, StreamFlagsGivenToALatencyOnlyRunAreErrors) {
     EXPECT_EQ(st.code(), Errc::invalid_argument) << flag;
     EXPECT_NE(st.message().find(std::string(flag) + " 4 with --mode lat"), std::string::npos) << st.message();
   }
+}
+
+TEST(Cli, LazyPostingInALatencyOnlyRunIsAnError) {
+  EXPECT_NE(parse_error({"--mode", "lat", "--lazy"}).message().find("--lazy with --mode lat"), std::string::npos);
+  EXPECT_TRUE(parse_error({"--mode", "bw,lat", "--lazy"}).is_ok());
+}
+
+// A flag the chosen role ignores would be silently dropped: the server takes its run from the client.
+TEST(Cli, FlagsOfTheOtherRoleAreErrors) {
+  for (const char* flag : {"--iters", "--size", "--json", "--threads"}) {
+    Status st = parse_error({"--server", flag, "4"});
+    EXPECT_EQ(st.code(), Errc::invalid_argument) << flag;
+    EXPECT_EQ(st.message().rfind(std::string(flag) + " with --server", 0), 0u) << st.message();
+  }
+  EXPECT_TRUE(parse_error({"--server", "--once", "--quiet", "--timeout", "2", "--cpus", "0", "--addr", "127.0.0.1:1"}).is_ok());
+  EXPECT_EQ(parse_error({"--quiet"}).message(), "--quiet applies to --server only; drop it");
+}
+
+TEST(Cli, EmptyValuesAndRepeatedListItemsAreErrors) {
+  for (const char* flag : {"--op", "--mode", "--addr", "--json", "--csv", "--domain", "--cpus", "--warmup", "--random-space"})
+    EXPECT_EQ(parse_error({flag, ""}).message(),
+              fmt::format("{} '': an empty value; give one, or leave {} out for its default", flag, flag));
+  EXPECT_EQ(parse_error({"--op", "read,write,read"}).message(),
+            "--op 'read,write,read': read is listed twice; give each once");
+  EXPECT_EQ(parse_error({"--mode", "lat,lat"}).message(), "--mode 'lat,lat': lat is listed twice; give each once");
 }
 
 TEST(Cli, StreamFlagsAreFineWhenARunAlsoStreams) {
