@@ -1,5 +1,6 @@
 // FlagValues -> Command: the flags applied one by one, then the rules that involve several.
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -124,10 +125,23 @@ FlagResult<Command> server_command(const FlagValues& values, Command cmd) {
   return cmd;
 }
 
+// --json and --csv appending to one file would interleave two formats that neither reader can parse.
+FlagError one_file_per_format(const report::OutputPaths& out) {
+  if (out.json.empty() || out.csv.empty()) return {};
+  auto where = [](const std::string& path) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    return ec ? std::filesystem::path(path).lexically_normal() : p;
+  };
+  if (where(out.json) != where(out.csv)) return {};
+  return {"csv", bad(fmt::format("--csv {}: the same file as --json {}; give each its own file", out.csv, out.json))};
+}
+
 FlagResult<Command> client_command(const FlagValues& values, Command cmd) {
   if (FlagError e = flag_of_the_other_role(values, FlagRole::server); !e.status) return e;
   bench::SpecProblem p = bench::first_problem(cmd.spec);
   if (!p.status) return blame(values, p.flags, p.status);
+  if (FlagError e = one_file_per_format(cmd.output); !e.status) return e;
   const FlagValue* addr = values.find("addr");
   bool has_addr = addr && !addr->text().empty();
   if (values.given("loopback") || !has_addr) {

@@ -19,7 +19,7 @@ Result<std::unique_ptr<CsvReporter>> CsvReporter::open(const std::string& path) 
   bool fresh = stat(path.c_str(), &st) != 0 || st.st_size == 0;
   auto r = std::make_unique<CsvReporter>();
   r->f_ = std::fopen(path.c_str(), "a");
-  if (!r->f_) return Status(Errc::io, fmt::format("--csv {}: cannot open for appending: {}", path, strerror(errno)));
+  if (!r->f_) return Status(Errc::invalid_argument, fmt::format("--csv {}: cannot open for appending: {}", path, strerror(errno)));
   r->path_ = path;
   if (fresh) std::fputs(kCsvHeader, r->f_);
   return r;

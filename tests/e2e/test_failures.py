@@ -1,5 +1,6 @@
 """Bad input, dead peers and interrupts end with a clear error and a non-zero exit, never a hang."""
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -59,6 +60,12 @@ from conftest import only_child_of, orphans_adopted, process_state, remove_dead_
     (["--mode", "lat", "--lazy"], "--lazy with --mode lat"),
     (["--op", "write,write"], "--op 'write,write': write is listed twice"),
     (["--mode", "bw,lat,bw"], "--mode 'bw,lat,bw': bw is listed twice"),
+    # what this machine must offer and where output goes, checked before anything starts
+    (["-t", "ofi:no-such-provider"], "-t ofi:no-such-provider: not usable here"),
+    (["-t", "dma", "--op", "send"], "-t dma: --op send"),
+    (["--json", "/nonexistent-dir/out.json"], "--json /nonexistent-dir/out.json: cannot open"),
+    (["--csv", "/nonexistent-dir/out.csv"], "--csv /nonexistent-dir/out.csv: cannot open"),
+    (["--json", "same.out", "--csv", "./same.out"], "--csv ./same.out: the same file as --json same.out"),
 ])
 def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
     own_transport = "-t" in args or "--server" in args  # a server takes its transport from the client
@@ -68,6 +75,23 @@ def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag
     assert len(lines) == 1, r.stderr
     assert flag in lines[0]
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("args", [
+    ["-t", "ofi:no-such-provider"],
+    ["-t", "dma", "--op", "send"],
+    ["--json", "/nonexistent-dir/out.json"],
+    ["--iters", "-5"],
+])
+def test_input_errors_start_no_loopback_child(rdmabench, args, tmp_path):
+    """The loopback child is exec'd only after every check passed: an input error execs nothing."""
+    if not shutil.which("strace"):
+        pytest.skip("needs strace")
+    trace = tmp_path / "trace"
+    r = run(["strace", "-f", "-e", "trace=execve", "-o", str(trace), rdmabench] + args, timeout=20)
+    assert r.returncode == 2, r.stderr
+    execs = [l for l in trace.read_text().splitlines() if "execve(" in l]
+    assert len(execs) == 1, execs  # rdmabench itself, no child
 
 
 def test_size_above_the_per_op_limit(rdmabench):
@@ -88,7 +112,7 @@ def test_no_server(rdmabench, free_port):
 
 def test_missing_provider(rdmabench):
     r = run([rdmabench, "-t", "ofi:no-such-provider"], timeout=20)
-    assert r.returncode != 0
+    assert r.returncode == 2
     assert "no-such-provider" in r.stderr and "--list" in r.stderr
 
 
