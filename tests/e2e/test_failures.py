@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import only_child_of, orphans_adopted, process_state, remove_dead_shm_names, run, wait_for_text
+from conftest import children_of, only_child_of, orphans_adopted, process_state, remove_dead_shm_names, run, wait_for_text
 
 
 @pytest.mark.parametrize("args,flag", [
@@ -188,14 +188,16 @@ def test_server_outlives_a_killed_client(rdmabench, free_port, tmp_path, transpo
     assert "run ended with an error" in err or "still inside the transport" in err
 
 
-def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_prints_partial_results(rdmabench, tmp_path, sig):
+    """SIGTERM (what `timeout` sends) ends a run as Ctrl-C does: partial results, the child reaped."""
     out = tmp_path / "r.jsonl"
     with orphans_adopted():
         client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         child = only_child_of(client)
         time.sleep(2.0)  # into the measurement
-        client.send_signal(signal.SIGINT)
+        client.send_signal(sig)
         stdout, stderr = client.communicate(timeout=15)
         # the --loopback server went with the run, and was reaped (or it would now be a child of ours)
         assert process_state(child) is None, f"the --loopback server {child} is left in state {process_state(child)}"
@@ -204,3 +206,23 @@ def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
     assert "interrupted" in stderr
     rec = [l for l in out.read_text().splitlines() if l][0]
     assert '"partial":true' in rec
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_second_interrupt_leaves_no_loopback_child(rdmabench, second):
+    """A second Ctrl-C exits at once, past every destructor: the loopback child is still stopped
+    and reaped, not left to init (here, with us as subreaper, it would become our child)."""
+    with orphans_adopted():
+        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = only_child_of(client)
+        time.sleep(1.0)
+        client.send_signal(signal.SIGINT)
+        time.sleep(0.005)  # two pending SIGINTs would merge into one; the run stops within ms
+        client.send_signal(second)
+        _, stderr = client.communicate(timeout=15)
+        time.sleep(0.3)
+        assert process_state(child) is None, f"the --loopback server {child} is left in state {process_state(child)}"
+        assert child not in children_of(os.getpid())
+    assert client.returncode == 130
+    assert "second interrupt" in stderr
