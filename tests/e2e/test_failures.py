@@ -191,9 +191,9 @@ def test_server_outlives_a_killed_client(rdmabench, free_port, tmp_path, transpo
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_prints_partial_results(rdmabench, tmp_path, sig):
     """SIGTERM (what `timeout` sends) ends a run as Ctrl-C does: partial results, the child reaped."""
-    out = tmp_path / "r.jsonl"
+    out, table = tmp_path / "r.jsonl", tmp_path / "r.csv"
     with orphans_adopted():
-        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],
+        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out), "--csv", str(table)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         child = only_child_of(client)
         time.sleep(2.0)  # into the measurement
@@ -206,6 +206,8 @@ def test_ctrl_c_prints_partial_results(rdmabench, tmp_path, sig):
     assert "interrupted" in stderr
     rec = [l for l in out.read_text().splitlines() if l][0]
     assert '"partial":true' in rec
+    header, row = table.read_text().splitlines()[:2]
+    assert dict(zip(header.split(","), row.split(",")))["partial"] == "true"  # CSV says so too
 
 
 @pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
