@@ -146,7 +146,7 @@ void run_flags(TableBuilder& t) {
                        "each direction and the sum are reported", switch_on(&RunSpec::bidir));
   t.value("--signal", "UINT", "request one completion every N ops", whole(&RunSpec::signal, "16")).default_text =
       shown(d.signal);
-  t.value("--repeat", "INT", "run every measurement N times (1..1000); the table shows mean±stdev", whole(&RunSpec::repeat, "3"))
+  t.value("--repeat", "INT", "run every measurement N times (1..1000); the table shows mean±stdev, and min/max over all", whole(&RunSpec::repeat, "3"))
       .default_text = shown(d.repeat);
   t.value("--timeout", "FLOAT", "seconds without progress before a run fails (0.001 to 86400); a server drops "
                                 "a connection silent this long before its hello", seconds(&RunSpec::timeout_s, "30"))
