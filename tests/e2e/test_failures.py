@@ -60,6 +60,10 @@ from conftest import children_of, only_child_of, orphans_adopted, process_state,
     (["--mode", "lat", "--lazy"], "--lazy with --mode lat"),
     (["--op", "write,write"], "--op 'write,write': write is listed twice"),
     (["--mode", "bw,lat,bw"], "--mode 'bw,lat,bw': bw is listed twice"),
+    # the tool's own wording, not the argument parser's
+    (["--bogus-flag"], "--bogus-flag: not an rdmabench flag; rdmabench --help lists them"),
+    (["--threads"], "--threads: no value; give --threads INT"),
+    (["--size", "64", "4K"], "'4K': a value with no flag before it"),
     # what this machine must offer and where output goes, checked before anything starts
     (["-t", "ofi:no-such-provider"], "-t ofi:no-such-provider: not usable here"),
     (["-t", "dma", "--op", "send"], "-t dma: --op send"),

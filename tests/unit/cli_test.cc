@@ -77,6 +77,12 @@ TEST(Cli, ValuesThatDoNotConvertNameTheFlagTheValueAndAFix) {
   EXPECT_EQ(message({"--repeat", "1000000000"}),
             "--repeat 1000000000: must be 1..1000; every repeat is kept until the mean is printed");
   EXPECT_TRUE(parse_error({"--report-interval", "0"}).is_ok());  // 0 is "off"
+  // The argument parser's own texts are replaced by ours.
+  EXPECT_EQ(message({"--bogus"}), "--bogus: not an rdmabench flag; rdmabench --help lists them");
+  EXPECT_EQ(message({"-n"}), "--iters: no value; give --iters UINT");
+  // Sizes in a rule carry their unit.
+  EXPECT_EQ(message({"--thread-gap", "1000"}),
+            "--thread-gap 1000 B: must be a multiple of 64 B so targets stay 64 B aligned; try 1K");
   EXPECT_EQ(message({"--validate=maybe"}), "--validate=maybe: a switch is on or off; give --validate, or --validate=false to leave it off");
   auto hex = parse_command_line({"--seed", "0x10", "--threads", "2"});  // what the flags took before
   ASSERT_TRUE(hex.is_ok()) << hex.status().message();
