@@ -1,5 +1,6 @@
 // FlagValues -> Command: the flags applied one by one, then the rules that involve several.
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -18,8 +19,18 @@ FlagError blame(const FlagValues& values, const std::vector<std::string>& flags,
   return {"", std::move(st)};
 }
 
+// An empty value is a slip (an unset shell variable, a stray '='): leaving the flag out is how a
+// default is asked for.
+Status check_not_empty(const FlagInfo& f, const FlagValue& v) {
+  if (f.is_switch || f.value_optional) return {};
+  for (const auto& t : v.texts)
+    if (t.empty()) return bad(fmt::format("--{} '': an empty value; give one, or leave --{} out for its default", f.name, f.name));
+  return {};
+}
+
 Status apply_flag(const FlagInfo& f, const FlagValue& v, Command& cmd) {
   if (Status once = check_given_once(f, v); !once) return once;
+  if (Status empty = check_not_empty(f, v); !empty) return empty;
   if (!f.apply) return {};
   return f.apply(f, v, cmd);
 }
@@ -55,6 +66,9 @@ FlagError stream_flags_in_latency_run(const FlagValues& values, const bench::Run
   if (values.given("batch") && s.batch != 1)
     return blame(values, {"batch", "mode"}, bad(fmt::format("--batch {} with --mode lat: latency runs post one op at a time; "
                                                             "drop --batch or add --mode bw", s.batch)));
+  if (values.given("lazy"))
+    return blame(values, {"lazy", "mode"}, bad("--lazy with --mode lat: a latency run posts one op at a time, so there "
+                                               "is no burst to defer; drop --lazy or add --mode bw"));
   if (values.given("signal") && s.signal != 1)
     return blame(values, {"signal", "mode"},
                  bad(fmt::format("--signal {} with --mode lat: every latency op is signaled; drop --signal", s.signal)));
@@ -81,8 +95,23 @@ FlagError check_between_flags(const FlagValues& values, Command& cmd) {
   return stream_flags_in_latency_run(values, s);
 }
 
+// A flag the other role ignores, given anyway, is a mistake worth saying (--iters on a server: the
+// client decides the run; --once on a client). The first such flag, in table order.
+FlagError flag_of_the_other_role(const FlagValues& values, FlagRole other) {
+  for (const auto& f : flag_table()) {
+    if (f.role != other || !values.given(f.name)) continue;
+    if (other == FlagRole::client)
+      return {f.name, bad(fmt::format("--{} with --server: the client describes the run, so a server takes only --addr, "
+                                      "--once, --quiet, --domain, --domains, --cpus and --timeout; give --{} to the client",
+                                      f.name, f.name))};
+    return {f.name, bad(fmt::format("--{} applies to --server only; drop it", f.name))};
+  }
+  return {};
+}
+
 FlagResult<Command> server_command(const FlagValues& values, Command cmd) {
   if (values.given("loopback")) return blame(values, {"server", "loopback"}, bad("--server and --loopback: choose one"));
+  if (FlagError e = flag_of_the_other_role(values, FlagRole::client); !e.status) return e;
   const FlagValue* addr = values.find("addr");
   std::string listen = addr && !addr->text().empty() ? addr->text() : "0.0.0.0";
   auto hp = bootstrap::parse_host_port(listen, kDefaultPort, "--addr");
@@ -96,10 +125,23 @@ FlagResult<Command> server_command(const FlagValues& values, Command cmd) {
   return cmd;
 }
 
+// --json and --csv appending to one file would interleave two formats that neither reader can parse.
+FlagError one_file_per_format(const report::OutputPaths& out) {
+  if (out.json.empty() || out.csv.empty()) return {};
+  auto where = [](const std::string& path) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    return ec ? std::filesystem::path(path).lexically_normal() : p;
+  };
+  if (where(out.json) != where(out.csv)) return {};
+  return {"csv", bad(fmt::format("--csv {}: the same file as --json {}; give each its own file", out.csv, out.json))};
+}
+
 FlagResult<Command> client_command(const FlagValues& values, Command cmd) {
-  if (values.given("once")) return FlagError{"once", bad("--once applies to --server only")};
+  if (FlagError e = flag_of_the_other_role(values, FlagRole::server); !e.status) return e;
   bench::SpecProblem p = bench::first_problem(cmd.spec);
   if (!p.status) return blame(values, p.flags, p.status);
+  if (FlagError e = one_file_per_format(cmd.output); !e.status) return e;
   const FlagValue* addr = values.find("addr");
   bool has_addr = addr && !addr->text().empty();
   if (values.given("loopback") || !has_addr) {

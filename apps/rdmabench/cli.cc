@@ -92,6 +92,25 @@ Result<Command> job_command(const FlagValues& values) {
   return cmd;
 }
 
+// Words that are no flag of ours (CLI11: "The following argument was not expected").
+Status not_a_flag(const std::vector<std::string>& extras) {
+  std::string first = extras.empty() ? std::string("?") : extras.front();
+  if (first.rfind("-", 0) == 0)
+    return Status(Errc::invalid_argument, fmt::format("{}: not an rdmabench flag; rdmabench --help lists them", first));
+  return Status(Errc::invalid_argument,
+                fmt::format("'{}': a value with no flag before it; flags take one value each (lists are comma "
+                            "separated: --size 64,4K); see rdmabench --help", first));
+}
+
+// A value flag given last with no value (CLI11: "--threads: 1 required INT missing").
+Status value_missing(const std::string& what) {
+  std::string flag = what.substr(0, what.find(':'));
+  std::string name = flag.substr(flag.find_first_not_of('-') == std::string::npos ? 0 : flag.find_first_not_of('-'));
+  const FlagInfo* f = find_flag(name);
+  std::string type = f ? f->type_name : "VALUE";
+  return Status(Errc::invalid_argument, fmt::format("{}: no value; give {} {}", flag, flag, type));
+}
+
 }  // namespace
 
 Result<Command> parse_command_line(const std::vector<std::string>& args) {
@@ -115,6 +134,10 @@ Result<Command> parse_command_line(int argc, char** argv) {
     cmd.kind = Command::Kind::help;
     cmd.help = app.help();
     return cmd;
+  } catch (const CLI::ExtrasError&) {
+    return not_a_flag(app.remaining(true));
+  } catch (const CLI::ArgumentMismatch& e) {
+    return value_missing(e.what());
   } catch (const CLI::ParseError& e) {
     return Status(Errc::invalid_argument, std::string(e.what()) + "; see rdmabench --help");
   }

@@ -1,5 +1,7 @@
 #include "flag_apply.hh"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -22,14 +24,16 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-// "write,send" -> each item through `parse_one`; an empty text keeps the default.
+// "write,send" -> each item through `parse_one`; an item twice would run the same measurement twice.
 template <class T>
-Status parse_each(const std::string& text, Result<T> (*parse_one)(const std::string&), std::vector<T>& out) {
-  if (text.empty()) return {};
+Status parse_each(const std::string& flag, const std::string& text, Result<T> (*parse_one)(const std::string&),
+                  std::vector<T>& out) {
   std::vector<T> items;
   for (const auto& item : split_list(text)) {
     auto r = parse_one(item);
     if (!r) return r.status();
+    if (std::find(items.begin(), items.end(), *r) != items.end())
+      return {Errc::invalid_argument, fmt::format("--{} '{}': {} is listed twice; give each once", flag, text, item)};
     items.push_back(*r);
   }
   out = std::move(items);
@@ -62,46 +66,46 @@ ApplyFlag cpus(std::vector<int>& (*field)(Command&)) {
   };
 }
 
-Status apply_warmup(const FlagInfo&, const FlagValue& v, Command& c) {
+// --warmup 1000 (iterations, up to kMaxCount) or --warmup 2s (0 for none, else 1 ms to 1 day).
+Status apply_warmup(const FlagInfo& f, const FlagValue& v, Command& c) {
   const std::string& w = v.text();
-  if (w.empty()) return {};
-  auto bad = [&] {
-    return Status{Errc::invalid_argument, fmt::format("--warmup '{}': give iterations (1000) or seconds (2s, 0.5s)", w)};
-  };
-  if (w.back() == 's') {
-    char* end = nullptr;
-    double s = strtod(w.c_str(), &end);
-    if (end != w.c_str() + w.size() - 1 || s < 0) return bad();
-    c.spec.warmup_s = s;
+  if (!w.empty() && w.back() == 's') {
+    std::string number = w.substr(0, w.size() - 1);
+    auto s = to_seconds(f.name, number, "2s");
+    if (!s || (*s != 0 && (*s < kMinSeconds || *s > kMaxSeconds)))
+      return bad_value(f.name, w, "seconds must be 0 or from 0.001s (1 ms) to 86400s (1 day)", "2s");
+    c.spec.warmup_s = *s;
     return {};
   }
-  char* end = nullptr;
-  unsigned long long n = strtoull(w.c_str(), &end, 10);
-  if (*end || w[0] == '-') return bad();
-  c.spec.warmup_iters = n;
+  if (w.empty() || !std::isdigit(uint8_t(w[0])))
+    return bad_value(f.name, w, "give iterations (1000) or seconds (2s, 0.5s)", "1000");
+  auto n = to_unsigned(f.name, w, kMaxCount, "1000");
+  if (!n) return n.status();
+  c.spec.warmup_iters = *n;
   return {};
 }
 
 Status apply_iters(const FlagInfo& f, const FlagValue& v, Command& c) {
-  auto n = to_whole<uint64_t>(f.name, v.text(), "2000");
+  auto n = to_unsigned(f.name, v.text(), kMaxCount, "2000");
   if (!n) return n.status();
-  if (*n == 0) return {Errc::invalid_argument, "--iters 0: must be at least 1"};
+  if (*n == 0) return bad_value(f.name, v.text(), "must be at least 1", "2000");
   c.spec.iters = *n;
   return {};
 }
 
 Status apply_duration(const FlagInfo& f, const FlagValue& v, Command& c) {
-  auto d = to_seconds(f.name, v.text(), "2.5");
+  auto d = to_bounded_seconds(f.name, v.text(), "2.5");
   if (!d) return d.status();
-  if (*d <= 0) return {Errc::invalid_argument, fmt::format("--duration {}: must be > 0 seconds", *d)};
   c.spec.duration_s = *d;
   return {};
 }
 
-Status apply_ops(const FlagInfo&, const FlagValue& v, Command& c) { return parse_each(v.text(), bench::parse_op, c.spec.ops); }
+Status apply_ops(const FlagInfo& f, const FlagValue& v, Command& c) {
+  return parse_each(f.name, v.text(), bench::parse_op, c.spec.ops);
+}
 
-Status apply_modes(const FlagInfo&, const FlagValue& v, Command& c) {
-  return parse_each(v.text(), bench::parse_mode, c.spec.modes);
+Status apply_modes(const FlagInfo& f, const FlagValue& v, Command& c) {
+  return parse_each(f.name, v.text(), bench::parse_mode, c.spec.modes);
 }
 
 Status apply_sizes(const FlagInfo&, const FlagValue& v, Command& c) {

@@ -30,10 +30,11 @@ ApplyFlag whole(T Part::*field, std::string example) {
   };
 }
 
+// Seconds from 1 ms to 1 day (to_bounded_seconds); with `zero_is_off`, 0 too.
 template <class Part>
-ApplyFlag seconds(double Part::*field, std::string example) {
-  return [field, example](const FlagInfo& f, const FlagValue& v, Command& c) -> Status {
-    auto n = to_seconds(f.name, v.text(), example);
+ApplyFlag seconds(double Part::*field, std::string example, bool zero_is_off = false) {
+  return [field, example, zero_is_off](const FlagInfo& f, const FlagValue& v, Command& c) -> Status {
+    auto n = zero_is_off && v.text() == "0" ? Result<double>(0.0) : to_bounded_seconds(f.name, v.text(), example);
     if (!n) return n.status();
     part_of<Part>(c).*field = *n;
     return {};

@@ -51,4 +51,12 @@ Result<double> to_seconds(const std::string& flag, const std::string& text, cons
   return v;
 }
 
+Result<double> to_bounded_seconds(const std::string& flag, const std::string& text, const std::string& example) {
+  auto v = to_seconds(flag, text, example);
+  if (!v) return v;
+  if (*v < kMinSeconds || *v > kMaxSeconds)
+    return bad_value(flag, text, "must be from 0.001 s (1 ms) to 86400 s (1 day)", example);
+  return v;
+}
+
 }  // namespace rb::app

@@ -34,4 +34,13 @@ Result<T> to_whole(const std::string& flag, const std::string& text, const std::
 // flag's own rule, checked after.
 Result<double> to_seconds(const std::string& flag, const std::string& text, const std::string& example);
 
+// The span a time flag may take: below 1 ms a run measures nothing (it rounds to zero
+// iterations), above a day it is a typo that would never end.
+inline constexpr double kMinSeconds = 0.001, kMaxSeconds = 86400;
+// to_seconds, then kMinSeconds..kMaxSeconds: "--duration '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day)".
+Result<double> to_bounded_seconds(const std::string& flag, const std::string& text, const std::string& example);
+
+// Counts of ops stop at 2^63-1: past it a count is a typo, and the loops count in signed time.
+inline constexpr uint64_t kMaxCount = uint64_t(std::numeric_limits<int64_t>::max());
+
 }  // namespace rb::app

@@ -29,6 +29,12 @@ namespace {
 // Flags that describe the process rather than one run: a job file cannot set them.
 constexpr const char* kNotInJob[] = {"server", "once", "list", "version", "ready-fd", "help", "job", "quiet"};
 
+// What a server reads: where to listen, its own NICs and CPUs, how long a silent connection lives.
+// The run itself (transport, sizes, ops, output) is the client's, sent in its hello.
+constexpr const char* kServerOnly[] = {"once", "quiet", "ready-fd"};
+constexpr const char* kEitherRole[] = {"server", "addr", "domain", "domains", "cpus", "timeout",
+                                       "list", "version", "help", "job"};
+
 // "-s,--size,--payload" -> short name "s", name "size", alias "payload".
 FlagInfo named(const std::string& names) {
   FlagInfo f;
@@ -41,6 +47,11 @@ FlagInfo named(const std::string& names) {
     pos = e + 1;
   }
   f.in_job = std::none_of(std::begin(kNotInJob), std::end(kNotInJob), [&](const char* x) { return f.name == x; });
+  f.role = std::any_of(std::begin(kServerOnly), std::end(kServerOnly), [&](const char* x) { return f.name == x; })
+               ? FlagRole::server
+           : std::any_of(std::begin(kEitherRole), std::end(kEitherRole), [&](const char* x) { return f.name == x; })
+               ? FlagRole::both
+               : FlagRole::client;
   return f;
 }
 
@@ -112,8 +123,8 @@ void run_flags(TableBuilder& t) {
   t.value("--mode", "TEXT", "bw (stream) | lat (ping-pong) | bw,lat (default bw)", apply_modes);
   t.value("-s,--size,--payload", "TEXT", "bytes per op: 64, a list 64,4K,1M, a range 2:8M, or all (2..8M)", apply_sizes)
       .default_text = format_bytes(d.sizes.front());
-  t.value("-n,--iters", "UINT", "ops per thread (default bw 5000, lat 10000)", apply_iters);
-  t.value("-D,--duration,--life", "FLOAT", "seconds per measurement instead of --iters", apply_duration);
+  t.value("-n,--iters", "UINT", "ops per thread, up to 2^63-1 (default bw 5000, lat 10000)", apply_iters);
+  t.value("-D,--duration,--life", "FLOAT", "seconds per measurement instead of --iters (0.001 to 86400)", apply_duration);
   t.value("--warmup", "TEXT", "warm-up per thread, never counted: iterations (1000) or seconds (2s); "
                               "default iters/10 (min 16), or duration/10 (max 1s)", apply_warmup);
   t.value("--threads", "INT", "client threads, each with its own endpoint, CQ and buffers", whole(&RunSpec::threads, "4"))
@@ -135,10 +146,10 @@ void run_flags(TableBuilder& t) {
                        "each direction and the sum are reported", switch_on(&RunSpec::bidir));
   t.value("--signal", "UINT", "request one completion every N ops", whole(&RunSpec::signal, "16")).default_text =
       shown(d.signal);
-  t.value("--repeat", "INT", "run every measurement N times; the table shows mean±stdev", whole(&RunSpec::repeat, "3"))
+  t.value("--repeat", "INT", "run every measurement N times (1..1000); the table shows mean±stdev, and min/max over all", whole(&RunSpec::repeat, "3"))
       .default_text = shown(d.repeat);
-  t.value("--timeout", "FLOAT", "seconds without progress before a run fails; a server drops a connection "
-                                "silent this long before its hello", seconds(&RunSpec::timeout_s, "30"))
+  t.value("--timeout", "FLOAT", "seconds without progress before a run fails (0.001 to 86400); a server drops "
+                                "a connection silent this long before its hello", seconds(&RunSpec::timeout_s, "30"))
       .default_text = shown(d.timeout_s);
   t.value("--seed", "UINT", "seed of random targets and data patterns", whole(&RunSpec::seed, "42"));
   t.switch_("--no-inject", "latency runs: never send small payloads inline (FI_INJECT)", apply_no_inject);
@@ -158,8 +169,8 @@ void addressing_flags(TableBuilder& t) {
 void output_flags(TableBuilder& t) {
   t.group("Output");
   t.switch_("--validate", "check every byte moved against a pattern; a mismatch fails the run", switch_on(&RunSpec::validate));
-  t.value("--report-interval", "FLOAT", "print live lines every N seconds (per thread and total)",
-          seconds(&RunSpec::report_interval, "1"));
+  t.value("--report-interval", "FLOAT", "print live lines every N seconds (per thread and total; 0.01 to 86400, 0: off)",
+          seconds(&RunSpec::report_interval, "1", true));
   t.switch_("--cpu-util", "report user+sys CPU of each side over the measured window", switch_on(&RunSpec::cpu_util));
   t.value("--json", "TEXT", "append one JSON object per measurement (JSON Lines)", text(&Output::json));
   t.value("--csv", "TEXT", "append one CSV row per measurement", text(&Output::csv));

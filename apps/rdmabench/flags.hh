@@ -69,6 +69,9 @@ struct FlagInfo;
 // Turns a flag's given value into its part of the Command; errors are the flag's own one-liners.
 using ApplyFlag = std::function<Status(const FlagInfo& flag, const FlagValue& value, Command& cmd)>;
 
+// Which side a flag means something to; given to the other it would be ignored, so it is an error.
+enum class FlagRole { client, server, both };
+
 struct FlagInfo {
   std::string name;                  // long name without dashes: "size"; a job file's key
   std::vector<std::string> aliases;  // its other long names: "payload"
@@ -77,6 +80,7 @@ struct FlagInfo {
   bool value_optional = false;       // --list [json]
   bool repeatable = false;           // -o KEY=VALUE, once per option
   bool in_job = true;                // false for --server, --list and the like
+  FlagRole role = FlagRole::client;  // most flags shape a run, which the client describes
   std::string help;
   std::string group;         // its --help section; empty: left out of --help
   std::string type_name;     // --help's placeholder: "INT", "TEXT"

@@ -8,15 +8,63 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "transport/registry.hh"
+
 namespace rb::app {
+namespace {
+
+// The children started and not reaped yet. A second Ctrl-C quick_exits past every destructor:
+// PDEATHSIG would still kill a child then, but no one would reap it, so the hook below does.
+std::mutex live_mutex;
+std::vector<pid_t> live_children;
+
+void remember(pid_t pid) {
+  std::lock_guard lock(live_mutex);
+  live_children.push_back(pid);
+}
+
+void forget(pid_t pid) {
+  std::lock_guard lock(live_mutex);
+  std::erase(live_children, pid);
+}
+
+// Asks each child to stop (so it removes its shared memory names), kills it if it has not within
+// a second, then reaps it.
+void stop_and_reap(pid_t pid) {
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  transport::remove_leftovers_of(pid);
+}
+
+void reap_live_children_at_quick_exit() {
+  std::lock_guard lock(live_mutex);
+  for (pid_t pid : live_children) stop_and_reap(pid);
+  live_children.clear();
+}
+
+void reap_at_quick_exit_once() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { at_quick_exit(reap_live_children_at_quick_exit); });
+}
+
+}  // namespace
 
 Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus, bool once) {
+  reap_at_quick_exit_once();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return Status(Errc::io, fmt::format("pipe: {}", strerror(errno)));
   std::string cpu_list;
@@ -51,6 +99,7 @@ Result<LoopbackServer> LoopbackServer::start(const std::vector<int>& cpus, bool 
     _exit(127);
   }
   close(fds[1]);
+  remember(pid);
   LoopbackServer s;
   s.pid_ = pid;
   std::string got;
@@ -76,33 +125,36 @@ bool LoopbackServer::alive() {
   if (pid_ < 0) return false;
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  forget(pid_);
   pid_ = -1;
   return false;
 }
 
 int LoopbackServer::finish(double timeout_s) {
   if (pid_ < 0) return 0;
+  int code = wait_or_kill(timeout_s);
+  forget(pid_);
+  pid_ = -1;
+  return code;
+}
+
+int LoopbackServer::wait_or_kill(double timeout_s) {
   int status = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (std::chrono::steady_clock::now() < deadline) {
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
-      pid_ = -1;
       return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid_, SIGTERM);
   for (int i = 0; i < 200; ++i) {
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return 128 + SIGTERM;
-    }
+    if (waitpid(pid_, &status, WNOHANG) == pid_) return 128 + SIGTERM;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid_, SIGKILL);
   waitpid(pid_, &status, 0);
-  pid_ = -1;
   return 128 + SIGKILL;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // --loopback: the server as a real child process on 127.0.0.1 with a free port. The child is
 // killed if we die (PDEATHSIG), sits in its own process group so Ctrl-C reaches only us, and is
-// always reaped.
+// always reaped, also when a second Ctrl-C quick_exits (an at_quick_exit hook stops and reaps it).
 #include <sys/types.h>
 
 #include <vector>
@@ -24,6 +24,7 @@ class LoopbackServer {
 
  private:
   LoopbackServer() = default;
+  int wait_or_kill(double timeout_s);  // finish() before the child is forgotten
   pid_t pid_ = -1;
   uint16_t port_ = 0;
 };

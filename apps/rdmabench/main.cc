@@ -15,6 +15,7 @@
 #include "job_runner.hh"
 #include "list.hh"
 #include "loopback_server.hh"
+#include "preflight.hh"
 
 namespace {
 
@@ -95,7 +96,9 @@ int main(int argc, char** argv) {
     rb::Status st = rb::bench::run_server(cmd->server, signals.stop());
     return st.is_ok() ? 0 : st.code() == rb::Errc::interrupted ? 130 : 1;
   }
-  // Output files are opened before anything starts: an unwritable path is an error up front.
+  // What this machine must offer, then the output files: both are checked before anything starts
+  // (a connection, the loopback child), so a mistake is exit 2 with nothing left behind.
+  if (rb::Status usable = rb::app::check_usable_here(cmd->spec); !usable) return exit_code(usable);
   auto sink = rb::report::ReportSink::open(cmd->output);
   if (!sink) return exit_code(sink.status());
   if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop()));

@@ -15,6 +15,14 @@ def human_size(size: int) -> str:
     return str(size)
 
 
+def size_with_unit(size: int) -> str:
+    """64 B, 4 KiB, 1 MiB, 1536 B: for legends and text, where a size reads with its unit."""
+    short = human_size(size)
+    if short[-1] in "KMG":
+        return f"{short[:-1]} {short[-1]}iB"
+    return f"{short} B"
+
+
 def number(value: Optional[float]) -> str:
     """About four significant digits without exponents in the usual range; '-' when absent."""
     if value is None:

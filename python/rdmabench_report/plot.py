@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from .errors import ReportError
-from .fmt import human_size
+from .fmt import human_size, size_with_unit
 from .group import RunKey, group_by_run, mean_metric, run_label
 from .hist import cdf_points_us, merge_bins, record_bins
 from .metrics import metric_title, metric_unit
@@ -86,12 +86,15 @@ def _lat_kind(by_size: Dict[int, list]) -> str:
 
 def rate_figure(runs: Dict[RunKey, Dict[int, list]], references: Sequence[ReferenceSeries],
                 metric: str) -> Optional[Figure]:
-    """Throughput (gbps) or message rate (mops) vs size: a line per run, dashed references."""
+    """Throughput (gbps) or message rate (mops) vs size: a line per stream (bw) run, dashed
+    references. Ping-pong (lat) runs move one op at a time, so their rate is latency in another
+    unit: they belong to the percentile and CDF figures, not beside the streams."""
+    bw_runs = {key: by_size for key, by_size in runs.items() if key[2] == "bw"}
     figure = _new_figure()
     ax = figure.add_subplot()
     sizes: List[int] = []
     values: List[float] = []
-    for index, ((label, op, mode), by_size) in enumerate(runs.items()):
+    for index, ((label, op, mode), by_size) in enumerate(bw_runs.items()):
         points = _run_points(by_size, metric)
         if not points:
             continue
@@ -185,7 +188,7 @@ def latency_cdf_figure(key: RunKey, by_size: Dict[int, list]) -> Optional[Figure
     colors = colormaps["viridis"]
     for index, (size, xs, ys, _) in enumerate(curves):
         shade = index / max(1, len(curves) - 1) * 0.9  # stop before viridis' pale yellow end
-        ax.step(xs, ys, where="post", color=colors(shade), label=f"{human_size(size)} B")
+        ax.step(xs, ys, where="post", color=colors(shade), label=size_with_unit(size))
     all_x = [x for _, xs, _, _ in curves for x in xs if x > 0]
     if all_x and max(all_x) / min(all_x) > LOG_SPAN / 2:
         ax.set_xscale("log")

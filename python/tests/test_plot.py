@@ -5,7 +5,7 @@ import random
 from rdmabench_report.cli import main
 from rdmabench_report.group import group_by_run
 from rdmabench_report.load import load_files
-from rdmabench_report.plot import latency_percentiles_figure, rate_figure
+from rdmabench_report.plot import latency_cdf_figure, latency_percentiles_figure, rate_figure
 from rdmabench_report.reference import load_reference
 
 from synthetic import make_record, write_jsonl
@@ -51,7 +51,8 @@ def test_throughput_figure_has_units_sizes_and_reference_legend(tmp_path):
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert "64" in ticks and "1M" in ticks and "4K" in ticks
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "loopback t1 write bw" in legend and "loopback t1 write lat" in legend
+    assert "loopback t1 write bw" in legend
+    assert "loopback t1 write lat" not in legend  # ping-pong rows belong to the latency figures
     assert any(t.startswith("reference: rdma-write-throughput-workshop.txt")
                and t.endswith("(other hardware)") for t in legend)
     dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
@@ -69,3 +70,22 @@ def test_latency_percentiles_only_for_lat_runs(tmp_path):
     assert labels == ["loopback t1 write lat [half_round_trip]"]
     bw_only = {k: v for k, v in runs.items() if k[2] == "bw"}
     assert latency_percentiles_figure(bw_only, []) is None
+
+
+def test_rate_figures_plot_streams_only(tmp_path):
+    """A ping-pong's rate is its latency in another unit: the throughput and message-rate figures
+    show bw runs, and a results file with lat runs only has none."""
+    runs = group_by_run(load_files([results_file(tmp_path)]))
+    for metric in ("gbps", "mops"):
+        labels = [line.get_label() for line in rate_figure(runs, [], metric).axes[0].get_lines()]
+        assert labels == ["loopback t1 write bw"], metric
+    lat_only = {k: v for k, v in runs.items() if k[2] == "lat"}
+    assert rate_figure(lat_only, [], "gbps") is None
+
+
+def test_cdf_legend_gives_sizes_with_their_unit(tmp_path):
+    runs = group_by_run(load_files([results_file(tmp_path)]))
+    key = next(k for k in runs if k[2] == "lat")
+    legend = [t.get_text() for t in latency_cdf_figure(key, runs[key]).axes[0].get_legend().get_texts()]
+    assert legend[0] == "64 B" and "4 KiB" in legend and "1 MiB" in legend
+    assert not any(t.endswith("M B") or t.endswith("K B") for t in legend)

@@ -24,6 +24,14 @@ Result<std::vector<uint64_t>> parse_size_list(const std::string& text, const cha
       if (*lo == 0 || *hi < *lo)
         return Status(Errc::invalid_argument,
                       fmt::format("{} '{}': a range is LOW:HIGH with 0 < LOW <= HIGH, e.g. 2:8M", flag, part));
+      // The range doubles from LOW; a HIGH it never reaches would end the run short of what was asked.
+      uint64_t last = *lo;
+      while (last <= *hi / 2) last <<= 1;
+      if (last != *hi)
+        return Status(Errc::invalid_argument,
+                      fmt::format("{} '{}': a range doubles from LOW, and {} never reaches {}; end it at {}, e.g. {}:{}",
+                                  flag, part, bytes_with_unit(*lo), bytes_with_unit(*hi), bytes_with_unit(last),
+                                  part.substr(0, colon), format_bytes(last)));
       for (uint64_t s = *lo; s <= *hi; s <<= 1) out.push_back(s);
     } else {
       auto v = parse_bytes(part, flag);

@@ -9,6 +9,7 @@
 #include "core/status.hh"
 
 namespace rb::bench {
+using rb::bytes_with_unit;
 using rb::format_bytes;
 using rb::parse_bytes;
 Result<std::vector<uint64_t>> parse_size_list(const std::string& text, const char* flag);

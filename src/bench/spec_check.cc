@@ -8,6 +8,9 @@
 namespace rb::bench {
 namespace {
 
+// Each repeat's result is kept in memory for the mean and stdev; a thousand is past any useful spread.
+constexpr int kMaxRepeat = 1000;
+
 Status bad(std::string msg) { return {Errc::invalid_argument, std::move(msg)}; }
 SpecProblem broken(std::initializer_list<const char*> flags, std::string msg) {
   return {bad(std::move(msg)), std::vector<std::string>(flags.begin(), flags.end())};
@@ -55,7 +58,9 @@ SpecProblem first_problem(const RunSpec& s) {
   if (s.warmup_s && *s.warmup_s < 0)
     return broken({"warmup"},
                   fmt::format("--warmup {}s: must be >= 0 seconds", *s.warmup_s));
-  if (s.repeat < 1) return broken({"repeat"}, fmt::format("--repeat {}: must be at least 1", s.repeat));
+  if (s.repeat < 1 || s.repeat > kMaxRepeat)
+    return broken({"repeat"}, fmt::format("--repeat {}: must be 1..{}; every repeat is kept until the mean is printed",
+                                          s.repeat, kMaxRepeat));
   if (s.report_interval < 0) return broken({"report-interval"}, "--report-interval: must be >= 0 seconds (0 = off)");
   if (s.report_interval > 0 && s.report_interval < 0.01)
     return broken({"report-interval"}, fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));
@@ -87,11 +92,13 @@ SpecProblem first_problem(const RunSpec& s) {
                   "use --mode bw, --op read, or add --fixed");
   if (s.thread_gap && s.thread_gap % kAlign)
     return broken({"thread-gap"},
-                  fmt::format("--thread-gap {}: must be a multiple of {} so targets stay {} B aligned; try {}", s.thread_gap,
-                              kAlign, kAlign, align_up(s.thread_gap)));
+                  fmt::format("--thread-gap {}: must be a multiple of {} so targets stay {} aligned; try {}",
+                              bytes_with_unit(s.thread_gap), bytes_with_unit(kAlign), bytes_with_unit(kAlign),
+                              format_bytes(align_up(s.thread_gap))));
   if (s.random_space && s.random_space % kAlign)
     return broken({"random-space"},
-                  fmt::format("--random-space {}: must be a multiple of {}; try {}", s.random_space, kAlign, align_up(s.random_space)));
+                  fmt::format("--random-space {}: must be a multiple of {}; try {}", bytes_with_unit(s.random_space),
+                              bytes_with_unit(kAlign), format_bytes(align_up(s.random_space))));
 
   for (uint64_t size : s.sizes) {
     if (size > (1ull << 31))
@@ -130,8 +137,8 @@ SpecProblem first_problem(const RunSpec& s) {
   uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
   if (total > (16ull << 30))
     return broken({"random-space", "local-mr", "threads"},
-                  fmt::format("the run needs {} of buffers (region + per-thread local memory); lower --random-space, "
-                              "--local-mr or --threads", format_bytes(total)));
+                  fmt::format("the run needs {} of buffers (region + per-thread local memory), more than 16 GiB; "
+                              "lower --random-space, --local-mr or --threads", bytes_with_unit(total)));
   return {};
 }
 

@@ -39,4 +39,11 @@ std::string format_bytes(uint64_t n) {
   return fmt::format("{}", n);
 }
 
+std::string bytes_with_unit(uint64_t n) {
+  std::string short_form = format_bytes(n);
+  char unit = short_form.back();
+  if (unit == 'K' || unit == 'M' || unit == 'G') return fmt::format("{} {}iB", short_form.substr(0, short_form.size() - 1), unit);
+  return short_form + " B";
+}
+
 }  // namespace rb

@@ -87,7 +87,7 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
 Result<std::unique_ptr<JsonlReporter>> JsonlReporter::open(const std::string& path) {
   auto r = std::make_unique<JsonlReporter>();
   r->f_ = std::fopen(path.c_str(), "a");
-  if (!r->f_) return Status(Errc::io, fmt::format("--json {}: cannot open for appending: {}", path, strerror(errno)));
+  if (!r->f_) return Status(Errc::invalid_argument, fmt::format("--json {}: cannot open for appending: {}", path, strerror(errno)));
   r->path_ = path;
   return r;
 }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -24,6 +25,21 @@ MeanSd stat(const std::vector<bench::PhaseResult>& rs, F f) {
   return m;
 }
 
+// With --repeat the extremes stay extremes: the max column is the largest of every repeat, not a
+// mean of maxima (which would hide the one spike the column is there to show).
+template <class F>
+double largest(const std::vector<bench::PhaseResult>& rs, F f) {
+  double m = f(rs.front());
+  for (auto& r : rs) m = std::max(m, f(r));
+  return m;
+}
+template <class F>
+double smallest(const std::vector<bench::PhaseResult>& rs, F f) {
+  double m = f(rs.front());
+  for (auto& r : rs) m = std::min(m, f(r));
+  return m;
+}
+
 std::string cell(const MeanSd& m, int n, const char* fmt_spec) {
   std::string v = fmt::format(fmt::runtime(fmt_spec), m.mean);
   if (n > 1) v += fmt::format("±{}", fmt::format(fmt::runtime(fmt_spec), m.sd));
@@ -46,7 +62,7 @@ void TableReporter::header(const RunHeader& h) {
              h.server, s.threads,
              s.eps_per_thread() > 1 ? fmt::format(" rails {} qps {}", s.rails, s.qps) : std::string(), s.batch, s.depth,
              s.signal, s.lazy ? " lazy" : "", s.addressing(), bench::format_bytes(s.region_bytes()), amount,
-             s.repeat > 1 ? fmt::format(" | repeat {} (mean±stdev)", s.repeat) : "", s.validate ? " | validate on" : "",
+             s.repeat > 1 ? fmt::format(" | repeat {} (mean±stdev; min and max over all repeats)", s.repeat) : "", s.validate ? " | validate on" : "",
              h.clock);
   std::fflush(out_);
 }
@@ -89,14 +105,14 @@ void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
                cell(stat(rs, [](auto& x) { return x.gbps; }), n, "{:.2f}"),
                cell(stat(rs, [](auto& x) { return x.gbytes_per_s; }), n, "{:.3f}"),
                cell(stat(rs, [](auto& x) { return x.mops; }), n, "{:.3f}"), stat(rs, [](auto& x) { return x.lat.p50; }).mean,
-               stat(rs, [](auto& x) { return x.lat.p99; }).mean, stat(rs, [](auto& x) { return x.lat.max; }).mean, flag);
+               stat(rs, [](auto& x) { return x.lat.p99; }).mean, largest(rs, [](auto& x) { return x.lat.max; }), flag);
   } else {
     auto m = [&](auto f) { return stat(rs, f).mean; };
     fmt::print(out_, "{:>8} {:>10} {:>10.2f} {:>12} {:>10.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>10.2f} {:>10.2f}{}\n", size, iters,
-               m([](auto& x) { return x.lat.min; }), cell(stat(rs, [](auto& x) { return x.lat.p50; }), n, "{:.2f}"),
+               smallest(rs, [](auto& x) { return x.lat.min; }), cell(stat(rs, [](auto& x) { return x.lat.p50; }), n, "{:.2f}"),
                m([](auto& x) { return x.lat.avg; }), m([](auto& x) { return x.lat.p99; }),
                m([](auto& x) { return x.lat.p999; }), m([](auto& x) { return x.lat.p9999; }),
-               m([](auto& x) { return x.lat.max; }), m([](auto& x) { return x.lat.stdev; }), flag);
+               largest(rs, [](auto& x) { return x.lat.max; }), m([](auto& x) { return x.lat.stdev; }), flag);
   }
   if (r.has_cpu)
     fmt::print(out_, "{:>8} cpu: client {:.2f} cores (user {:.2f}s sys {:.2f}s), server {:.2f} cores (user {:.2f}s sys {:.2f}s)\n",

@@ -1,12 +1,13 @@
 """Bad input, dead peers and interrupts end with a clear error and a non-zero exit, never a hang."""
 import os
+import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import only_child_of, orphans_adopted, process_state, remove_dead_shm_names, run, wait_for_text
+from conftest import children_of, only_child_of, orphans_adopted, process_state, remove_dead_shm_names, run, wait_for_text
 
 
 @pytest.mark.parametrize("args,flag", [
@@ -37,14 +38,64 @@ from conftest import only_child_of, orphans_adopted, process_state, remove_dead_
     (["--depth=-5"], "--depth '-5': must be a whole number, not negative, e.g. --depth 64"),
     (["--duration", "soon"], "--duration 'soon': must be a number of seconds, e.g. --duration 2.5"),
     (["--depth", "4", "--depth", "8"], "--depth given 2 times ('4', '8'): give it once"),
+    # numbers a run cannot mean: each used to start a run that never ended or measured nothing
+    (["--warmup", "99999999999999999999"], "--warmup '99999999999999999999'"),
+    (["-n", "9223372036854775808"], "--iters '9223372036854775808'"),
+    (["-D", "1e-9"], "--duration '1e-9'"),
+    (["-D", "1e10"], "--duration '1e10'"),
+    (["-D", "nan"], "--duration 'nan'"),
+    (["--warmup", "1e308s"], "--warmup '1e308s'"),
+    (["--timeout", "1e-9"], "--timeout '1e-9'"),
+    (["--repeat", "1000000000"], "--repeat 1000000000"),
+    (["--size", "3:8"], "--size '3:8'"),
+    # empty values, flags the role or mode ignores, and lists naming an item twice
+    (["--op", ""], "--op '': an empty value"),
+    (["--addr", ""], "--addr '': an empty value"),
+    (["--json", ""], "--json '': an empty value"),
+    (["--random-space", ""], "--random-space '': an empty value"),
+    (["--server", "--iters", "5"], "--iters with --server"),
+    (["--server", "-t", "tcp"], "--transport with --server"),
+    (["--server", "--size", "4K", "--once"], "--size with --server"),
+    (["--once"], "--once applies to --server only"),
+    (["--mode", "lat", "--lazy"], "--lazy with --mode lat"),
+    (["--op", "write,write"], "--op 'write,write': write is listed twice"),
+    (["--mode", "bw,lat,bw"], "--mode 'bw,lat,bw': bw is listed twice"),
+    # the tool's own wording, not the argument parser's
+    (["--bogus-flag"], "--bogus-flag: not an rdmabench flag; rdmabench --help lists them"),
+    (["--threads"], "--threads: no value; give --threads INT"),
+    (["--size", "64", "4K"], "'4K': a value with no flag before it"),
+    # what this machine must offer and where output goes, checked before anything starts
+    (["-t", "ofi:no-such-provider"], "-t ofi:no-such-provider: not usable here"),
+    (["-t", "dma", "--op", "send"], "-t dma: --op send"),
+    (["--json", "/nonexistent-dir/out.json"], "--json /nonexistent-dir/out.json: cannot open"),
+    (["--csv", "/nonexistent-dir/out.csv"], "--csv /nonexistent-dir/out.csv: cannot open"),
+    (["--json", "same.out", "--csv", "./same.out"], "--csv ./same.out: the same file as --json same.out"),
 ])
 def test_invalid_arguments_rejected_before_anything_starts(rdmabench, args, flag):
-    r = run([rdmabench, "-t", "ofi:shm"] + args if "-t" not in args else [rdmabench] + args, timeout=10)
+    own_transport = "-t" in args or "--server" in args  # a server takes its transport from the client
+    r = run([rdmabench] + args if own_transport else [rdmabench, "-t", "ofi:shm"] + args, timeout=10)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert len(lines) == 1, r.stderr
     assert flag in lines[0]
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("args", [
+    ["-t", "ofi:no-such-provider"],
+    ["-t", "dma", "--op", "send"],
+    ["--json", "/nonexistent-dir/out.json"],
+    ["--iters", "-5"],
+])
+def test_input_errors_start_no_loopback_child(rdmabench, args, tmp_path):
+    """The loopback child is exec'd only after every check passed: an input error execs nothing."""
+    if not shutil.which("strace"):
+        pytest.skip("needs strace")
+    trace = tmp_path / "trace"
+    r = run(["strace", "-f", "-e", "trace=execve", "-o", str(trace), rdmabench] + args, timeout=20)
+    assert r.returncode == 2, r.stderr
+    execs = [l for l in trace.read_text().splitlines() if "execve(" in l]
+    assert len(execs) == 1, execs  # rdmabench itself, no child
 
 
 def test_size_above_the_per_op_limit(rdmabench):
@@ -65,7 +116,7 @@ def test_no_server(rdmabench, free_port):
 
 def test_missing_provider(rdmabench):
     r = run([rdmabench, "-t", "ofi:no-such-provider"], timeout=20)
-    assert r.returncode != 0
+    assert r.returncode == 2
     assert "no-such-provider" in r.stderr and "--list" in r.stderr
 
 
@@ -141,14 +192,16 @@ def test_server_outlives_a_killed_client(rdmabench, free_port, tmp_path, transpo
     assert "run ended with an error" in err or "still inside the transport" in err
 
 
-def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
-    out = tmp_path / "r.jsonl"
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_prints_partial_results(rdmabench, tmp_path, sig):
+    """SIGTERM (what `timeout` sends) ends a run as Ctrl-C does: partial results, the child reaped."""
+    out, table = tmp_path / "r.jsonl", tmp_path / "r.csv"
     with orphans_adopted():
-        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out)],
+        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30", "--json", str(out), "--csv", str(table)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         child = only_child_of(client)
         time.sleep(2.0)  # into the measurement
-        client.send_signal(signal.SIGINT)
+        client.send_signal(sig)
         stdout, stderr = client.communicate(timeout=15)
         # the --loopback server went with the run, and was reaped (or it would now be a child of ours)
         assert process_state(child) is None, f"the --loopback server {child} is left in state {process_state(child)}"
@@ -157,3 +210,25 @@ def test_ctrl_c_prints_partial_results(rdmabench, tmp_path):
     assert "interrupted" in stderr
     rec = [l for l in out.read_text().splitlines() if l][0]
     assert '"partial":true' in rec
+    header, row = table.read_text().splitlines()[:2]
+    assert dict(zip(header.split(","), row.split(",")))["partial"] == "true"  # CSV says so too
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_second_interrupt_leaves_no_loopback_child(rdmabench, second):
+    """A second Ctrl-C exits at once, past every destructor: the loopback child is still stopped
+    and reaped, not left to init (here, with us as subreaper, it would become our child)."""
+    with orphans_adopted():
+        client = subprocess.Popen([rdmabench, "-t", "ofi:shm", "--duration", "30"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = only_child_of(client)
+        time.sleep(1.0)
+        client.send_signal(signal.SIGINT)
+        time.sleep(0.005)  # two pending SIGINTs would merge into one; the run stops within ms
+        client.send_signal(second)
+        _, stderr = client.communicate(timeout=15)
+        time.sleep(0.3)
+        assert process_state(child) is None, f"the --loopback server {child} is left in state {process_state(child)}"
+        assert child not in children_of(os.getpid())
+    assert client.returncode == 130
+    assert "second interrupt" in stderr

@@ -172,6 +172,7 @@ mode = "lat"
         for col in ("threads", "batch", "depth"):
             assert int(cell[col]) == rec["params"][col]
         assert int(cell["iterations"]) == rec["results"]["iterations"]
+        assert cell["partial"] == ("true" if rec["results"]["partial"] else "false")
         for col in ("duration_s", "gbps", "gbytes_per_s", "mops"):
             assert float(cell[col]) == pytest.approx(rec["results"][col], rel=1e-3, abs=1e-6)
         for key in ("min", "p50", "avg", "p99", "p999", "p9999", "max", "stdev"):

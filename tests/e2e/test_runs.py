@@ -108,6 +108,23 @@ def test_repeat_writes_one_line_per_repeat_and_table_shows_stdev(rdmabench, tmp_
     assert "±" in r.stdout
 
 
+def test_repeat_table_max_is_the_largest_of_all_repeats(rdmabench, tmp_path):
+    """The max (and latency min) columns are extremes over every repeat, not a mean of them."""
+    out = tmp_path / "r.jsonl"
+    r = run([rdmabench, "-t", "ofi:shm", "--size", "64", "--iters", "300", "--repeat", "4", "--mode", "bw,lat",
+             "--json", str(out)])
+    assert r.returncode == 0, r.stderr
+    assert "min and max over all repeats" in r.stdout
+    recs = load(out)
+    rows = [l.split() for l in r.stdout.splitlines() if l.split()[:1] == ["64"]]
+    bw_row, lat_row = rows
+    bw = [x["results"]["lat_us"] for x in recs if x["mode"] == "bw"]
+    lat = [x["results"]["lat_us"] for x in recs if x["mode"] == "lat"]
+    assert float(bw_row[-1]) == pytest.approx(max(x["max"] for x in bw), abs=0.01)
+    assert float(lat_row[-2]) == pytest.approx(max(x["max"] for x in lat), abs=0.01)
+    assert float(lat_row[2]) == pytest.approx(min(x["min"] for x in lat), abs=0.01)
+
+
 def test_duration_mode_and_live_lines(rdmabench, tmp_path):
     out = tmp_path / "r.jsonl"
     r = run([rdmabench, "-t", "ofi:shm", "--size", "4K", "--duration", "1.2", "--warmup", "0.2s",

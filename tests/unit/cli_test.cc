@@ -1,5 +1,6 @@
 // What the command line decides itself, beyond the spec's checks: values that do not convert,
 // flags given where they mean nothing, which flag an error is about, and what an unset warm-up stays.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../../apps/rdmabench/cli.hh"
@@ -20,6 +21,31 @@ TEST(Cli, StreamFlagsGivenToALatencyOnlyRunAreErrors) {
   }
 }
 
+TEST(Cli, LazyPostingInALatencyOnlyRunIsAnError) {
+  EXPECT_NE(parse_error({"--mode", "lat", "--lazy"}).message().find("--lazy with --mode lat"), std::string::npos);
+  EXPECT_TRUE(parse_error({"--mode", "bw,lat", "--lazy"}).is_ok());
+}
+
+// A flag the chosen role ignores would be silently dropped: the server takes its run from the client.
+TEST(Cli, FlagsOfTheOtherRoleAreErrors) {
+  for (const char* flag : {"--iters", "--size", "--json", "--threads"}) {
+    Status st = parse_error({"--server", flag, "4"});
+    EXPECT_EQ(st.code(), Errc::invalid_argument) << flag;
+    EXPECT_EQ(st.message().rfind(std::string(flag) + " with --server", 0), 0u) << st.message();
+  }
+  EXPECT_TRUE(parse_error({"--server", "--once", "--quiet", "--timeout", "2", "--cpus", "0", "--addr", "127.0.0.1:1"}).is_ok());
+  EXPECT_EQ(parse_error({"--quiet"}).message(), "--quiet applies to --server only; drop it");
+}
+
+TEST(Cli, EmptyValuesAndRepeatedListItemsAreErrors) {
+  for (const char* flag : {"--op", "--mode", "--addr", "--json", "--csv", "--domain", "--cpus", "--warmup", "--random-space"})
+    EXPECT_EQ(parse_error({flag, ""}).message(),
+              fmt::format("{} '': an empty value; give one, or leave {} out for its default", flag, flag));
+  EXPECT_EQ(parse_error({"--op", "read,write,read"}).message(),
+            "--op 'read,write,read': read is listed twice; give each once");
+  EXPECT_EQ(parse_error({"--mode", "lat,lat"}).message(), "--mode 'lat,lat': lat is listed twice; give each once");
+}
+
 TEST(Cli, StreamFlagsAreFineWhenARunAlsoStreams) {
   EXPECT_TRUE(parse_error({"--mode", "bw,lat", "--depth", "4", "--batch", "2", "--signal", "2"}).is_ok());
   EXPECT_TRUE(parse_error({"--mode", "lat", "--depth", "1"}).is_ok());  // the value a latency run uses anyway
@@ -38,6 +64,25 @@ TEST(Cli, ValuesThatDoNotConvertNameTheFlagTheValueAndAFix) {
   EXPECT_EQ(message({"--duration", "soon"}), "--duration 'soon': must be a number of seconds, e.g. --duration 2.5");
   EXPECT_EQ(message({"--timeout", "inf"}), "--timeout 'inf': must be a number of seconds, e.g. --timeout 30");
   EXPECT_EQ(message({"--threads", "1", "--threads", "2"}), "--threads given 2 times ('1', '2'): give it once");
+  // Numbers a run cannot mean: past 2^63, below what a clock measures, or longer than a day.
+  EXPECT_EQ(message({"--iters", "9223372036854775808"}),
+            "--iters '9223372036854775808': must be a whole number up to 9223372036854775807, e.g. --iters 2000");
+  EXPECT_EQ(message({"--warmup", "99999999999999999999"}),
+            "--warmup '99999999999999999999': must be a whole number up to 9223372036854775807, e.g. --warmup 1000");
+  EXPECT_EQ(message({"-D", "1e-9"}), "--duration '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --duration 2.5");
+  EXPECT_EQ(message({"-D", "1e10"}), "--duration '1e10': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --duration 2.5");
+  EXPECT_EQ(message({"--warmup", "1e308s"}),
+            "--warmup '1e308s': seconds must be 0 or from 0.001s (1 ms) to 86400s (1 day), e.g. --warmup 2s");
+  EXPECT_EQ(message({"--timeout", "1e-9"}), "--timeout '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --timeout 30");
+  EXPECT_EQ(message({"--repeat", "1000000000"}),
+            "--repeat 1000000000: must be 1..1000; every repeat is kept until the mean is printed");
+  EXPECT_TRUE(parse_error({"--report-interval", "0"}).is_ok());  // 0 is "off"
+  // The argument parser's own texts are replaced by ours.
+  EXPECT_EQ(message({"--bogus"}), "--bogus: not an rdmabench flag; rdmabench --help lists them");
+  EXPECT_EQ(message({"-n"}), "--iters: no value; give --iters UINT");
+  // Sizes in a rule carry their unit.
+  EXPECT_EQ(message({"--thread-gap", "1000"}),
+            "--thread-gap 1000 B: must be a multiple of 64 B so targets stay 64 B aligned; try 1K");
   EXPECT_EQ(message({"--validate=maybe"}), "--validate=maybe: a switch is on or off; give --validate, or --validate=false to leave it off");
   auto hex = parse_command_line({"--seed", "0x10", "--threads", "2"});  // what the flags took before
   ASSERT_TRUE(hex.is_ok()) << hex.status().message();

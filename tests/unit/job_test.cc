@@ -196,7 +196,7 @@ TEST(Job, BadValuesNameTheirLine) {
   EXPECT_NE(m.find("(run 2 of 4: --op write --size 12Q --json r.jsonl)"), std::string::npos) << m;
 
   m = error_of("[defaults]\njson = \"r.jsonl\"\niters = 0\n");
-  EXPECT_NE(m.find("job.toml:3: key 'iters': --iters 0: must be at least 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("job.toml:3: key 'iters': --iters '0': must be at least 1, e.g. --iters 2000"), std::string::npos) << m;
 
   m = error_of("[defaults]\njson = \"r.jsonl\"\nthreads = \"many\"\n");  // a conversion: the flag's own wording
   EXPECT_EQ(m, "job.toml:3: key 'threads': --threads 'many': must be a whole number, e.g. --threads 4") << m;

@@ -37,6 +37,22 @@ TEST(Sizes, ListsRangesAndAll) {
   EXPECT_FALSE(parse_size_list("64,,4K", "--size").is_ok());
 }
 
+// A range doubles from LOW: one whose HIGH is never reached would run fewer sizes than asked.
+TEST(Sizes, ARangeMustReachItsHigh) {
+  auto r = parse_size_list("3:8", "--size");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(), "--size '3:8': a range doubles from LOW, and 3 B never reaches 8 B; end it at 6 B, e.g. 3:6");
+  EXPECT_TRUE(parse_size_list("3:6", "--size").is_ok());
+  EXPECT_TRUE(parse_size_list("4K:4K", "--size").is_ok());
+}
+
+TEST(Sizes, MessagesGiveSizesWithTheirUnit) {
+  EXPECT_EQ(bytes_with_unit(3), "3 B");
+  EXPECT_EQ(bytes_with_unit(1536), "1536 B");
+  EXPECT_EQ(bytes_with_unit(4096), "4 KiB");
+  EXPECT_EQ(bytes_with_unit(2ull << 30), "2 GiB");
+}
+
 TEST(Sizes, Format) {
   EXPECT_EQ(format_bytes(4096), "4K");
   EXPECT_EQ(format_bytes(1 << 20), "1M");

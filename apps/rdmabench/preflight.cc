@@ -1,0 +1,46 @@
+#include "preflight.hh"
+
+#include <fmt/format.h>
+
+#include "transport/registry.hh"
+
+namespace rb::app {
+namespace {
+
+// The probe's instances that -t names: "ofi:tcp" is listed as "ofi:tcp;ofi_rxm" (the provider
+// layered on a utility one); a -t without a variant names them all.
+bool names_instance(const transport::Selection& chosen, const std::string& instance) {
+  std::string label = chosen.label();
+  if (chosen.variant.empty()) return instance == label || instance.rfind(label + ":", 0) == 0;
+  return instance == label || instance.rfind(label + ";", 0) == 0;
+}
+
+Status refused(std::string message) { return {Errc::invalid_argument, std::move(message)}; }
+
+}  // namespace
+
+Status check_usable_here(const bench::RunSpec& spec) {
+  const transport::Selection& chosen = spec.transport;
+  const transport::TransportEntry* entry = transport::find_transport(chosen.name);
+  if (!entry || !entry->probe) return {};  // check_selection has named an unknown one already
+  std::string why_not;
+  Status cannot_do;
+  bool usable = false;
+  for (const auto& instance : entry->probe()) {
+    if (!names_instance(chosen, instance.name)) continue;
+    if (!instance.usable) {
+      if (why_not.empty()) why_not = instance.detail;
+      continue;
+    }
+    if (!instance.caps) return {};  // capabilities known only once open: the run checks them
+    Status st = bench::check_caps(spec, *instance.caps, chosen.label());
+    if (st.is_ok()) return {};
+    if (cannot_do.is_ok()) cannot_do = st;
+    usable = true;
+  }
+  if (usable) return refused(fmt::format("-t {}: {}", chosen.label(), cannot_do.message()));
+  return refused(fmt::format("-t {}: not usable here ({}); rdmabench --list shows what is", chosen.label(),
+                             why_not.empty() ? "no such instance" : why_not));
+}
+
+}  // namespace rb::app
