@@ -14,6 +14,11 @@ const char* op_name(Op op) {
     case Op::read: return "read";
     case Op::send: return "send";
     case Op::recv: return "recv";
+    case Op::write_imm: return "write-imm";
+    case Op::send_imm: return "send-imm";
+    case Op::fadd: return "fadd";
+    case Op::cswap: return "cswap";
+    case Op::remote_write: return "remote-write";
   }
   return "?";
 }
@@ -38,7 +43,8 @@ std::string caps_flags(const Caps& c) {
       {c.write, "write"}, {c.read, "read"}, {c.send, "send"}, {c.target_progress, "target_progress"},
       {c.virtual_addressing, "virtual_addressing"}, {c.selective_completion, "selective_completion"},
       {c.peer_sees_writes, "peer_sees_writes"}, {c.peer_memory_readable, "peer_memory_readable"},
-      {c.checks_bounds, "checks_bounds"}, {c.checks_keys, "checks_keys"}, {c.engine_thread, "engine_thread"}};
+      {c.checks_bounds, "checks_bounds"}, {c.checks_keys, "checks_keys"}, {c.engine_thread, "engine_thread"},
+      {c.atomics, "atomics"}, {c.imm_data, "imm_data"}, {c.can_wait, "can_wait"}};
   std::string out;
   for (auto [on, name] : flags)
     if (on) out += (out.empty() ? "" : " ") + std::string(name);

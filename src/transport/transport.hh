@@ -14,8 +14,14 @@
 
 namespace rb::transport {
 
-enum class Op : uint8_t { write, read, send, recv };
+// write_imm and send_imm carry WorkRequest::imm to the peer: a write_imm lands like a write and
+// also gives the target a remote_write completion (no receive consumed, as fi_writedata); a
+// send_imm is a send whose receive completion carries the immediate. fadd and cswap are 8-byte
+// atomics on the peer's region (ib_atomic_*): the value found there lands at local_off.
+// remote_write is never posted: it is how a peer's write_imm shows up in the target's completions.
+enum class Op : uint8_t { write, read, send, recv, write_imm, send_imm, fadd, cswap, remote_write };
 const char* op_name(Op op);
+constexpr uint32_t kAtomicBytes = 8;
 
 // What a transport's mechanics allow, as it reports them after open. Every field says what the
 // transport does, not which bench feature it enables, and defaults to "no": a transport claims
@@ -34,6 +40,9 @@ struct Caps {
   bool checks_bounds = false;    // an op outside the peer's region completes with remote_access, touching nothing
   bool checks_keys = false;      // an op naming a key the peer did not register completes with remote_access, touching nothing
   bool engine_thread = false;    // a thread of this process moves the data: long waits should yield to it
+  bool atomics = false;          // fadd and cswap, applied atomically at the target
+  bool imm_data = false;         // write_imm and send_imm
+  bool can_wait = false;         // endpoints opened with EndpointOptions::event support arm_wait
   double link_gbps = 0;          // 0 when unknown
 };
 // The yes/no fields that are set, space separated: "write read send checks_bounds".
@@ -87,6 +96,9 @@ struct WorkRequest {
   uint64_t local_off = 0;            // offset into mr
   uint64_t remote_off = 0;           // offset into the connected remote region (write/read)
   uint64_t wr_id = 0;                // returned in the completion
+  uint64_t operand = 0;              // fadd: what to add; cswap: what to store on a match
+  uint64_t compare = 0;              // cswap: the value the target must hold
+  uint32_t imm = 0;                  // write_imm, send_imm: the immediate data
 };
 
 // How a work request ended, one set for every transport in the manner of ibv_wc_status: each
@@ -111,7 +123,16 @@ struct Completion {
   uint32_t len = 0;
   WcStatus status = WcStatus::success;
   int vendor_err = 0;  // the provider's own code, for Endpoint::describe_error
+  bool has_imm = false;  // a remote_write, or a recv of a send_imm: imm holds the peer's data
+  uint32_t imm = 0;
   bool ok() const { return status == WcStatus::success; }
+};
+
+// How a thread sleeps until an endpoint may have a completion: a descriptor and the epoll
+// events that mean "poll me now" (perftest's -e, fi_cq_sread's wait object).
+struct WaitHandle {
+  int fd = -1;
+  uint32_t events = 0;
 };
 
 class Endpoint {
@@ -134,6 +155,11 @@ class Endpoint {
   // One line on a failed completion: the shared status and what the provider said about it.
   virtual std::string describe_error(const Completion& c) const = 0;
   virtual const std::string& last_error() const = 0;
+  // Prepares to sleep (endpoints opened with EndpointOptions::event on a transport with
+  // Caps::can_wait): 1 with `out` set when nothing is ready and the caller may sleep until
+  // out.fd reports out.events; 0 when a completion may be ready already (poll, don't sleep);
+  // -1 on error (last_error() says what). Sleeping after 1 never misses a completion.
+  virtual int arm_wait(WaitHandle& out) = 0;
 };
 
 struct EndpointOptions {
@@ -141,6 +167,7 @@ struct EndpointOptions {
   uint32_t depth = 1;       // most ops the caller keeps outstanding
   uint32_t rx_slots = 0;    // most receives the caller keeps posted
   bool selective = false;   // caller sets wr_flag::signal on some ops only
+  bool event = false;       // the caller will sleep in arm_wait (needs Caps::can_wait)
 };
 
 struct DomainInfo {

@@ -3,11 +3,16 @@
 // Both sides are polled throughout because some providers (tcp) only move data while the target
 // drives progress.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <sys/epoll.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/buffer.hh"
@@ -42,10 +47,19 @@ class Conformance : public ::testing::TestWithParam<Instance> {
       auto mr = s->dom->register_memory(s->mem->data(), s->mem->size());
       ASSERT_TRUE(mr.is_ok()) << mr.status().message();
       s->mr = std::move(mr.value());
+    }
+    open_endpoints(false);
+  }
+
+  void open_endpoints(bool event) {
+    for (Side* s : {&a_, &b_}) {
+      s->ep.reset();
+      s->got.clear();
       EndpointOptions eo;
       eo.depth = 64;
       eo.rx_slots = 16;
       eo.selective = true;
+      eo.event = event;
       auto ep = s->dom->open_endpoint(eo);
       ASSERT_TRUE(ep.is_ok()) << ep.status().message();
       s->ep = std::move(ep.value());
@@ -244,6 +258,195 @@ TEST_P(Conformance, ManyOutstandingWritesAllComplete) {
     return posted == n && int(a_.got.size()) == n;
   }));
   for (auto& c : a_.got) EXPECT_EQ(c.status, WcStatus::success);
+}
+
+TEST_P(Conformance, AtomicsApplyAndReturnThePreviousValue) {
+  if (!a_.dom->caps().atomics) GTEST_SKIP() << "no atomics";
+  uint64_t seed = 5;
+  std::memcpy(a_.mem->data(), &seed, 8);
+  post(a_, {Op::write, wr_flag::signal | wr_flag::delivery, 8, a_.mr.get(), 0, 4096, 1});
+  ASSERT_TRUE(pump([&] { return a_.got.size() == 1; }));
+  // fetch-and-add 3: sees 5, leaves 8; cswap 8->100 matches; cswap 7->1 does not and leaves 100.
+  post(a_, {Op::fadd, wr_flag::signal, 8, a_.mr.get(), 64, 4096, 2, 3});
+  post(a_, {Op::cswap, wr_flag::signal, 8, a_.mr.get(), 128, 4096, 3, 100, 8});
+  post(a_, {Op::cswap, wr_flag::signal, 8, a_.mr.get(), 192, 4096, 4, 1, 7});
+  ASSERT_TRUE(pump([&] { return a_.got.size() == 4; }));
+  uint64_t seen[3];
+  for (int i = 0; i < 3; ++i) std::memcpy(&seen[i], a_.mem->data() + 64 * (i + 1), 8);
+  EXPECT_EQ(seen[0], 5u);
+  EXPECT_EQ(seen[1], 8u);
+  EXPECT_EQ(seen[2], 100u);
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(a_.got[i].status, WcStatus::success) << a_.ep->describe_error(a_.got[i]);
+    EXPECT_EQ(a_.got[i].op, i == 1 ? Op::fadd : Op::cswap);
+    EXPECT_EQ(a_.got[i].wr_id, i + 1);
+  }
+  post(a_, {Op::read, wr_flag::signal, 8, a_.mr.get(), 256, 4096, 5});
+  ASSERT_TRUE(pump([&] { return a_.got.size() == 5; }));
+  uint64_t final_value;
+  std::memcpy(&final_value, a_.mem->data() + 256, 8);
+  EXPECT_EQ(final_value, 100u);
+}
+
+TEST_P(Conformance, ManyAddsCountExactly) {
+  if (!a_.dom->caps().atomics) GTEST_SKIP() << "no atomics";
+  const uint64_t n = 500;
+  uint64_t posted = 0;
+  ASSERT_TRUE(pump([&] {
+    while (posted < n && posted - a_.got.size() < 16) {
+      WorkRequest w{Op::fadd, wr_flag::signal, 8, a_.mr.get(), 8 * (posted % 64), 8192, posted, 1};
+      int r = a_.ep->post({&w, 1});
+      EXPECT_GE(r, 0) << a_.ep->last_error();
+      if (r <= 0) break;
+      ++posted;
+    }
+    return posted == n && a_.got.size() == n;
+  }));
+  for (auto& c : a_.got) ASSERT_EQ(c.status, WcStatus::success) << a_.ep->describe_error(c);
+  post(a_, {Op::read, wr_flag::signal, 8, a_.mr.get(), 4096, 8192, 9999});
+  ASSERT_TRUE(pump([&] { return a_.got.size() == n + 1; }));
+  uint64_t counter;
+  std::memcpy(&counter, a_.mem->data() + 4096, 8);
+  EXPECT_EQ(counter, n);
+}
+
+TEST_P(Conformance, WriteWithImmediateGivesTheTargetACompletion) {
+  if (!a_.dom->caps().imm_data) GTEST_SKIP() << "no immediate data";
+  for (int i = 0; i < 256; ++i) a_.mem->data()[i] = uint8_t(i + 9);
+  WorkRequest w{Op::write_imm, wr_flag::signal, 256, a_.mr.get(), 0, 1024, 21};
+  w.imm = 0xabcd1234;
+  post(a_, w);
+  ASSERT_TRUE(pump([&] { return !a_.got.empty() && !b_.got.empty(); }));
+  EXPECT_EQ(a_.got[0].op, Op::write_imm);
+  EXPECT_EQ(a_.got[0].status, WcStatus::success);
+  const Completion& t = b_.got[0];
+  EXPECT_EQ(t.op, Op::remote_write);
+  EXPECT_TRUE(t.has_imm);
+  EXPECT_EQ(t.imm, 0xabcd1234u);
+  EXPECT_EQ(t.len, 256u);
+  // The completion means the data is there.
+  if (a_.dom->caps().peer_memory_readable) EXPECT_EQ(std::memcmp(b_.mem->data() + 1024, a_.mem->data(), 256), 0);
+}
+
+TEST_P(Conformance, SendWithImmediateCarriesItToTheReceive) {
+  if (!a_.dom->caps().imm_data || !a_.dom->caps().send) GTEST_SKIP() << "no immediate data on sends";
+  post(b_, {Op::recv, wr_flag::signal, 512, b_.mr.get(), 0, 0, 31});
+  std::memset(a_.mem->data(), 0x3c, 100);
+  WorkRequest s{Op::send_imm, wr_flag::signal, 100, a_.mr.get(), 0, 0, 32};
+  s.imm = 77;
+  post(a_, s);
+  ASSERT_TRUE(pump([&] { return !a_.got.empty() && !b_.got.empty(); }));
+  EXPECT_EQ(a_.got[0].op, Op::send_imm);
+  EXPECT_EQ(b_.got[0].op, Op::recv);
+  EXPECT_TRUE(b_.got[0].has_imm);
+  EXPECT_EQ(b_.got[0].imm, 77u);
+  EXPECT_EQ(b_.got[0].len, 100u);
+  EXPECT_EQ(b_.mem->data()[99], 0x3c);
+  // A plain send carries none.
+  post(b_, {Op::recv, wr_flag::signal, 512, b_.mr.get(), 0, 0, 33});
+  post(a_, {Op::send, wr_flag::signal, 10, a_.mr.get(), 0, 0, 34});
+  ASSERT_TRUE(pump([&] { return a_.got.size() == 2 && b_.got.size() == 2; }));
+  EXPECT_FALSE(b_.got[1].has_imm);
+}
+
+// Sleeps on `ep` until arm_wait says a completion may be ready (0) or its descriptor fires.
+// Returns false if neither happened within `limit`.
+bool sleep_until_ready(Endpoint& ep, std::chrono::milliseconds limit) {
+  WaitHandle h;
+  int armed = ep.arm_wait(h);
+  EXPECT_GE(armed, 0) << ep.last_error();
+  if (armed <= 0) return armed == 0;
+  int efd = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ev{};
+  ev.events = h.events;
+  epoll_ctl(efd, EPOLL_CTL_ADD, h.fd, &ev);
+  int n = epoll_wait(efd, &ev, 1, int(limit.count()));
+  close(efd);
+  return n == 1;
+}
+
+// The target sleeps in arm_wait while a thread of its own drives the initiator: the arrival
+// must wake it, and the completion must then be there to poll.
+TEST_P(Conformance, AWaitingTargetWakesForAnArrival) {
+  if (!a_.dom->caps().can_wait) GTEST_SKIP() << "cannot wait";
+  open_endpoints(true);
+  bool imm = a_.dom->caps().imm_data, send = a_.dom->caps().send;
+  if (!imm && !send) GTEST_SKIP() << "nothing gives the target a completion";
+  if (!imm) post(b_, {Op::recv, wr_flag::signal, 512, b_.mr.get(), 0, 0, 41});
+  // Nothing has arrived: the target may sleep.
+  WaitHandle h;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int armed = 0;
+  Completion c[8];
+  while (std::chrono::steady_clock::now() < end && (armed = b_.ep->arm_wait(h)) == 0) ASSERT_GE(b_.ep->poll(c), 0);
+  ASSERT_EQ(armed, 1) << "arm_wait keeps reporting a completion on an idle endpoint";
+  EXPECT_GE(h.fd, 0);
+  std::atomic<bool> stop{false};
+  std::thread initiator([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    WorkRequest w{imm ? Op::write_imm : Op::send, wr_flag::signal, 64, a_.mr.get(), 0, 0, 42};
+    w.imm = 5;
+    while (!stop && a_.ep->post({&w, 1}) == 0) a_.ep->poll(c);
+    Completion mine[8];
+    while (!stop) a_.ep->poll(mine);
+  });
+  bool woke = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!woke && std::chrono::steady_clock::now() < deadline) {
+    if (!sleep_until_ready(*b_.ep, std::chrono::milliseconds(5000))) continue;
+    int n = b_.ep->poll(c);
+    ASSERT_GE(n, 0) << b_.ep->last_error();
+    for (int i = 0; i < n; ++i) woke = woke || (c[i].op == (imm ? Op::remote_write : Op::recv));
+  }
+  stop = true;
+  initiator.join();
+  EXPECT_TRUE(woke) << "the arrival did not wake the sleeping target";
+}
+
+// The initiator sleeps for its own completion while a thread drives the target.
+TEST_P(Conformance, AWaitingInitiatorWakesForItsCompletion) {
+  if (!a_.dom->caps().can_wait) GTEST_SKIP() << "cannot wait";
+  open_endpoints(true);
+  std::atomic<bool> stop{false};
+  std::thread target([&] {
+    Completion c[8];
+    while (!stop) b_.ep->poll(c);
+  });
+  WorkRequest r{Op::read, wr_flag::signal, 4096, a_.mr.get(), 0, 0, 51};
+  Completion c[8];
+  bool done = false;
+  while (a_.ep->post({&r, 1}) == 0) a_.ep->poll(c);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    if (!sleep_until_ready(*a_.ep, std::chrono::milliseconds(5000))) continue;
+    int n = a_.ep->poll(c);
+    ASSERT_GE(n, 0) << a_.ep->last_error();
+    for (int i = 0; i < n; ++i) done = done || c[i].wr_id == 51;
+  }
+  stop = true;
+  target.join();
+  EXPECT_TRUE(done) << "the read's completion did not wake the initiator";
+}
+
+TEST_P(Conformance, CapsMatchWhatPostAccepts) {
+  // A transport that does not claim an op refuses it at post with an error, never silently.
+  const Caps& caps = a_.dom->caps();
+  std::vector<WorkRequest> unclaimed;
+  if (!caps.atomics) unclaimed.push_back({Op::fadd, wr_flag::signal, 8, a_.mr.get(), 0, 0, 61, 1});
+  if (!caps.imm_data) unclaimed.push_back({Op::write_imm, wr_flag::signal, 8, a_.mr.get(), 0, 0, 62});
+  for (auto& w : unclaimed) {
+    EXPECT_EQ(a_.ep->post({&w, 1}), -1) << op_name(w.op) << " was accepted by a transport that does not claim it";
+    EXPECT_FALSE(a_.ep->last_error().empty());
+  }
+}
+
+TEST_P(Conformance, EventEndpointsOnlyWhereTheTransportCanWait) {
+  if (a_.dom->caps().can_wait) GTEST_SKIP() << "can wait";
+  EndpointOptions eo;
+  eo.event = true;
+  auto ep = a_.dom->open_endpoint(eo);
+  ASSERT_FALSE(ep.is_ok()) << "an event endpoint opened on a transport that does not claim can_wait";
+  EXPECT_NE(ep.status().message().find("event"), std::string::npos) << ep.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registry_instances()),

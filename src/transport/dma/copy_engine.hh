@@ -30,6 +30,9 @@ class CopyEngine {
   // Waits until every submitted copy has finished (completions of signaled ones stay queued).
   virtual Status drain(double timeout_s) = 0;
   virtual const std::string& last_error() const = 0;
+  // Endpoint::arm_wait for the engine's completions: 1 and a descriptor to sleep on, 0 when a
+  // completion is queued already, -1 when this engine cannot wake a sleeper.
+  virtual int arm_wait(WaitHandle& out) = 0;
 };
 
 std::unique_ptr<CopyEngine> make_cpu_engine(uint32_t depth);

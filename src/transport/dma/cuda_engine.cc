@@ -84,6 +84,10 @@ class CudaEngine final : public CopyEngine {
     return rt_->check(rt_->StreamSynchronize(stream_), "cudaStreamSynchronize");
   }
   const std::string& last_error() const override { return err_; }
+  int arm_wait(WaitHandle&) override {
+    err_ = "cuda copy engine: no wait object (completions are found by querying CUDA events)";
+    return -1;
+  }
 
  private:
   struct Batch {

@@ -38,6 +38,7 @@ Caps engine_caps(Engine kind) {
   c.tx_depth = kQueueDepth;
   c.selective_completion = true;
   c.engine_thread = kind == Engine::cpu;
+  c.can_wait = kind == Engine::cpu;  // the engine thread signals an eventfd; CUDA events cannot be epolled
   c.checks_bounds = true;
   // The cuda engine's far side is a device buffer: invisible to the server, and nobody there polls it.
   c.peer_sees_writes = c.peer_memory_readable = kind == Engine::cpu;
@@ -110,8 +111,8 @@ class DmaEp final : public Endpoint {
     copies_.clear();
     size_t taken = 0;
     for (const auto& w : wrs) {
-      if (w.op == Op::send || w.op == Op::recv) {
-        err_ = "dma engines move memory only: send/recv are not supported";
+      if (w.op != Op::write && w.op != Op::read) {
+        err_ = fmt::format("dma engines move memory only: {} is not supported", op_name(w.op));
         return taken ? int(taken) : -1;
       }
       if (w.remote_off > remote_len_ || w.len > remote_len_ - w.remote_off) {
@@ -160,6 +161,12 @@ class DmaEp final : public Endpoint {
     return fmt::format("{}: copy failed ({}): {}", wc_status_name(c.status), c.vendor_err, engine_->last_error());
   }
   const std::string& last_error() const override { return err_; }
+  int arm_wait(WaitHandle& out) override {
+    if (!local_done_.empty()) return 0;
+    int r = engine_->arm_wait(out);
+    if (r < 0) err_ = engine_->last_error();
+    return r;
+  }
 
  private:
   // Hands the collected copies to the engine; advances `taken` by what it accepted.
@@ -231,7 +238,8 @@ class DmaDomain final : public Domain {
     return std::unique_ptr<MemoryRegion>(new DmaMr(addr, len, next_key_++, std::move(handle)));
   }
 
-  Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions&) override {
+  Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
+    if (o.event && !caps_.can_wait) return Status(Errc::unsupported, "dma:cuda cannot wake a sleeper: no event endpoints");
     std::unique_ptr<CopyEngine> engine;
     if (kind_ == Engine::cpu) {
       engine = make_cpu_engine(kQueueDepth);

@@ -19,6 +19,7 @@ class FaultyEndpoint final : public Endpoint {
   }
   std::string describe_error(const Completion& c) const override { return inner_->describe_error(c); }
   const std::string& last_error() const override { return inner_->last_error(); }
+  int arm_wait(WaitHandle& out) override { return owed_ ? 0 : inner_->arm_wait(out); }
 
   Status quiesce(double timeout_s) override {
     owed_.reset();  // a dropped op's completion is discarded like any other in flight

@@ -1,11 +1,18 @@
 #include "transport/inproc/inproc.hh"
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 
 #include <fmt/format.h>
+
+#include "core/unique_fd.hh"
 
 namespace rb::transport::inproc {
 namespace {
@@ -14,6 +21,7 @@ namespace {
 constexpr int kErrBadKey = 1;
 constexpr int kErrOutOfBounds = 2;
 constexpr int kErrTruncated = 3;
+constexpr int kErrMisaligned = 4;
 
 struct Region {
   uint8_t* addr;
@@ -26,9 +34,17 @@ struct Posted {  // a receive waiting for a message
   uint64_t wr_id;
 };
 
-struct Queue {  // one endpoint's receive side and completion queue
+// One endpoint's receive side and completion queue. `ready` is an eventfd that every push
+// signals, for endpoints that sleep in arm_wait.
+struct Queue {
   std::deque<Posted> recvs;
   std::deque<Completion> cq;
+  UniqueFd ready{eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+  void push(const Completion& c) {
+    cq.push_back(c);
+    uint64_t one = 1;
+    (void)!write(ready.get(), &one, 8);
+  }
 };
 
 // One domain's "NIC": its registered regions and its endpoints' queues. Peers name it by address.
@@ -101,7 +117,12 @@ class InprocEp final : public Endpoint {
   int post(std::span<const WorkRequest> wrs) override {
     int n = 0;
     for (auto& w : wrs) {
-      int r = w.op == Op::recv ? post_recv(w) : w.op == Op::send ? post_send(w) : post_rma(w);
+      int r = w.op == Op::recv                             ? post_recv(w)
+              : w.op == Op::send || w.op == Op::send_imm   ? post_send(w)
+              : w.op == Op::fadd || w.op == Op::cswap      ? post_atomic(w)
+              : w.op == Op::remote_write                   ? refuse(w)
+                                                           : post_rma(w);
+      if (r < 0) return n ? n : -1;
       if (r == 0) break;
       ++n;
     }
@@ -131,12 +152,28 @@ class InprocEp final : public Endpoint {
       case kErrBadKey: return fmt::format("{}: remote key not registered", status);
       case kErrOutOfBounds: return fmt::format("{}: outside the registered region", status);
       case kErrTruncated: return fmt::format("{}: message longer than the posted receive", status);
+      case kErrMisaligned: return fmt::format("{}: atomic target not 8-byte aligned", status);
     }
     return fmt::format("{} (code {})", status, c.vendor_err);
   }
   const std::string& last_error() const override { return err_; }
 
+  int arm_wait(WaitHandle& out) override {
+    std::lock_guard g(hub_->mu);
+    auto& q = hub_->queues[id_];
+    if (!q.cq.empty()) return 0;
+    uint64_t drained;
+    (void)!read(q.ready.get(), &drained, 8);  // pushes after this, under the lock, signal it again
+    out = {q.ready.get(), EPOLLIN};
+    return 1;
+  }
+
  private:
+  int refuse(const WorkRequest& w) {
+    err_ = fmt::format("inproc: {} is not an op to post", op_name(w.op));
+    return -1;
+  }
+
   // Each returns 1 when the request was taken, 0 when the queue is busy.
   int post_recv(const WorkRequest& w) {
     std::lock_guard g(hub_->mu);
@@ -154,13 +191,15 @@ class InprocEp final : public Endpoint {
     Posted r = it->second.recvs.front();
     it->second.recvs.pop_front();
     Completion sc{w.wr_id, w.op, w.len}, rc{r.wr_id, Op::recv, w.len};
+    rc.has_imm = w.op == Op::send_imm;
+    rc.imm = rc.has_imm ? w.imm : 0;
     if (w.len > r.len) {
       sc = {w.wr_id, w.op, w.len, WcStatus::remote_operation, kErrTruncated};
-      rc = {r.wr_id, Op::recv, w.len, WcStatus::local_length, kErrTruncated};
+      rc = {r.wr_id, Op::recv, w.len, WcStatus::local_length, kErrTruncated, rc.has_imm, rc.imm};
     } else {
       std::memcpy(r.buf, local(w), w.len);
     }
-    it->second.cq.push_back(rc);
+    it->second.push(rc);
     complete(w, sc);
     return 1;
   }
@@ -174,8 +213,19 @@ class InprocEp final : public Endpoint {
       c = {w.wr_id, w.op, w.len, WcStatus::remote_access, kErrBadKey};
     } else if (w.remote_off > it->second.len || w.len > it->second.len - w.remote_off) {
       c = {w.wr_id, w.op, w.len, WcStatus::remote_access, kErrOutOfBounds};
-    } else if (w.op == Op::write) {  // the peer polls the last byte without taking the lock
+    } else if (w.op == Op::write || w.op == Op::write_imm) {  // the peer polls the last byte without taking the lock
       copy_last_byte_last(it->second.addr + w.remote_off, local(w), w.len);
+      if (w.op == Op::write_imm) {
+        auto q = peer_hub_ == &target ? target.queues.find(peer_) : target.queues.end();
+        if (q == target.queues.end()) {
+          c = {w.wr_id, w.op, w.len, WcStatus::remote_operation, kErrBadKey};
+        } else {
+          Completion arrival{0, Op::remote_write, w.len};
+          arrival.has_imm = true;
+          arrival.imm = w.imm;
+          q->second.push(arrival);
+        }
+      }
     } else {
       std::memcpy(local(w), it->second.addr + w.remote_off, w.len);
     }
@@ -183,9 +233,36 @@ class InprocEp final : public Endpoint {
     return 1;
   }
 
+  // 8-byte atomics, applied under the target's lock and as atomic operations besides.
+  int post_atomic(const WorkRequest& w) {
+    Hub& target = remote_hub_ ? *remote_hub_ : *hub_;
+    HubLock lock(*hub_, target);
+    Completion c{w.wr_id, w.op, kAtomicBytes};
+    auto it = target.regions.find(remote_.key);
+    if (it == target.regions.end()) {
+      c = {w.wr_id, w.op, kAtomicBytes, WcStatus::remote_access, kErrBadKey};
+    } else if (w.remote_off > it->second.len || kAtomicBytes > it->second.len - w.remote_off) {
+      c = {w.wr_id, w.op, kAtomicBytes, WcStatus::remote_access, kErrOutOfBounds};
+    } else if (w.remote_off % kAtomicBytes) {
+      c = {w.wr_id, w.op, kAtomicBytes, WcStatus::remote_operation, kErrMisaligned};
+    } else {
+      std::atomic_ref<uint64_t> v(*reinterpret_cast<uint64_t*>(it->second.addr + w.remote_off));
+      uint64_t old;
+      if (w.op == Op::fadd) {
+        old = v.fetch_add(w.operand);
+      } else {
+        old = w.compare;
+        v.compare_exchange_strong(old, w.operand);
+      }
+      std::memcpy(local(w), &old, kAtomicBytes);
+    }
+    complete(w, c);
+    return 1;
+  }
+
   // Queues the initiator's completion: signaled ones, and every error. Caller holds hub_->mu.
   void complete(const WorkRequest& w, const Completion& c) {
-    if ((w.flags & wr_flag::signal) || !c.ok()) hub_->queues[id_].cq.push_back(c);
+    if ((w.flags & wr_flag::signal) || !c.ok()) hub_->queues[id_].push(c);
   }
 
   static uint8_t* local(const WorkRequest& w) { return static_cast<uint8_t*>(w.mr->addr()) + w.local_off; }
@@ -210,6 +287,7 @@ class InprocDomain final : public Domain {
     caps_.peer_memory_readable = true;
     caps_.checks_bounds = true;
     caps_.checks_keys = true;
+    caps_.atomics = caps_.imm_data = caps_.can_wait = true;
     info_ = {"inproc", "inproc", "in-process", "in-process", ""};
   }
   const Caps& caps() const override { return caps_; }

@@ -120,6 +120,10 @@ class OfiEp final : public Endpoint {
   int post(std::span<const WorkRequest> wrs) override {
     int n = 0;
     for (const auto& w : wrs) {
+      if (w.op != Op::write && w.op != Op::read && w.op != Op::send && w.op != Op::recv) {
+        err_ = fmt::format("ofi: {} is not supported yet", op_name(w.op));
+        return n ? n : -1;
+      }
       OpContext* ctx = &ring_[next_];
       ctx->wr_id = w.wr_id;
       ctx->op = w.op;
@@ -204,6 +208,10 @@ class OfiEp final : public Endpoint {
     return fmt::format("{}: {}", wc_status_name(c.status), err_.empty() ? fi_strerror(c.vendor_err) : err_.c_str());
   }
   const std::string& last_error() const override { return err_; }
+  int arm_wait(WaitHandle&) override {
+    err_ = "ofi: event endpoints are not implemented yet";
+    return -1;
+  }
 
  private:
   Status fail(const char* what, int rc) {
@@ -262,6 +270,7 @@ class OfiDomain final : public Domain {
   }
 
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
+    if (o.event && !caps_.can_wait) return Status(Errc::unsupported, "ofi: no event endpoints on this provider");
     auto ep = std::make_unique<OfiEp>(f_, uint64_t(o.depth) + o.rx_slots + caps_.tx_depth + caps_.rx_depth);
     Status s = ep->open(o);
     if (!s) return s;

@@ -100,6 +100,11 @@ class SkeletonEp final : public Endpoint {
     return wc_status_name(c.status);
   }
   const std::string& last_error() const override { return err_; }
+  // Ops complete inside post(): nothing ever arrives later to wait for, so no wait object.
+  int arm_wait(WaitHandle&) override {
+    err_ = "skeleton: cannot wait (caps say no can_wait)";
+    return -1;
+  }
 
  private:
   WcStatus copy(const WorkRequest& w) {
@@ -135,7 +140,8 @@ class SkeletonDomain final : public Domain {
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) override {
     return std::unique_ptr<MemoryRegion>(new SkeletonMr(addr, len));
   }
-  Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions&) override {
+  Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
+    if (o.event) return Status(Errc::unsupported, "skeleton: no event endpoints (caps say no can_wait)");
     return std::unique_ptr<Endpoint>(new SkeletonEp());
   }
 

@@ -149,6 +149,10 @@ class TcpEp final : public Endpoint {
   int post(std::span<const WorkRequest> wrs) override {
     int n = 0;
     for (const auto& w : wrs) {
+      if (w.op != Op::write && w.op != Op::read && w.op != Op::send && w.op != Op::recv) {
+        err_ = fmt::format("tcp: {} is not supported yet", op_name(w.op));
+        return n ? n : -1;
+      }
       uint8_t* local = static_cast<uint8_t*>(w.mr->addr()) + w.local_off;
       if (w.op == Op::recv) {
         recvs_.push_back({local, w.len, w.wr_id});
@@ -215,6 +219,10 @@ class TcpEp final : public Endpoint {
     return fmt::format("{} (code {}): {}", status, c.vendor_err, err_);
   }
   const std::string& last_error() const override { return err_; }
+  int arm_wait(WaitHandle&) override {
+    err_ = "tcp: event endpoints are not implemented yet";
+    return -1;
+  }
 
  private:
   static constexpr uint32_t kAnswerRoom = 8192;  // answers the peer can be owed (its queue depth)

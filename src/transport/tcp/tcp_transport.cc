@@ -53,6 +53,7 @@ class TcpDomain final : public Domain {
     return std::unique_ptr<MemoryRegion>(new TcpMr(regions_, addr, len));
   }
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
+    if (o.event && !caps_.can_wait) return Status(Errc::unsupported, "tcp: no event endpoints yet");
     return open_tcp_endpoint(regions_, ip_, so_, std::max<uint32_t>(o.depth, 64));
   }
 
