@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli.hh"
+#include "core/bytes.hh"
 #include "transport/registry.hh"
 
 namespace rb::app {
@@ -86,12 +87,28 @@ FlagError read_or_op(const FlagValues& values, bench::RunSpec& s) {
   return {};
 }
 
+// Atomics move 8 bytes: a run of atomics alone defaults to that size and refuses any other.
+FlagError atomic_sizes(const FlagValues& values, bench::RunSpec& s) {
+  if (!std::all_of(s.ops.begin(), s.ops.end(), bench::is_atomic)) return {};
+  if (!values.given("size")) {
+    s.sizes = {transport::kAtomicBytes};
+    return {};
+  }
+  for (uint64_t size : s.sizes)
+    if (size != transport::kAtomicBytes)
+      return blame(values, {"size", "op"},
+                   bad(fmt::format("--size {} with --op {}: atomics move 8 bytes; drop --size or give 8",
+                                   bytes_with_unit(size), transport::op_name(s.ops.front()))));
+  return {};
+}
+
 // The rules between flags that hold for every kind of command.
 FlagError check_between_flags(const FlagValues& values, Command& cmd) {
   bench::RunSpec& s = cmd.spec;
   if (!s.domains.empty() && !values.given("rails")) s.rails = int(s.domains.size());
   if (FlagError e = check_transport(s.transport); !e.status) return e;
   if (FlagError e = read_or_op(values, s); !e.status) return e;
+  if (FlagError e = atomic_sizes(values, s); !e.status) return e;
   return stream_flags_in_latency_run(values, s);
 }
 

@@ -118,7 +118,8 @@ void transport_flags(TableBuilder& t) {
 void run_flags(TableBuilder& t) {
   const RunSpec d;
   t.group("Run");
-  t.value("--op", "TEXT", "write | read | send, or a list: write,send (default write)", apply_ops);
+  t.value("--op", "TEXT", "write | read | send | write-imm | send-imm | fadd | cswap, or a list: write,send "
+                          "(default write; fadd and cswap are 8-byte atomics)", apply_ops);
   t.switch_("--read", "same as --op read");  // build_command: it and --op must agree
   t.value("--mode", "TEXT", "bw (stream) | lat (ping-pong) | bw,lat (default bw)", apply_modes);
   t.value("-s,--size,--payload", "TEXT", "bytes per op: 64, a list 64,4K,1M, a range 2:8M, or all (2..8M)", apply_sizes)
@@ -152,6 +153,8 @@ void run_flags(TableBuilder& t) {
                                 "a connection silent this long before its hello", seconds(&RunSpec::timeout_s, "30"))
       .default_text = shown(d.timeout_s);
   t.value("--seed", "UINT", "seed of random targets and data patterns", whole(&RunSpec::seed, "42"));
+  t.switch_("-e,--event", "sleep on the completion queue's wait object instead of busy-polling, both sides "
+                          "(perftest -e); not for write latency: use --op write-imm", switch_on(&RunSpec::event));
   t.switch_("--no-inject", "latency runs: never send small payloads inline (FI_INJECT)", apply_no_inject);
 }
 

@@ -20,7 +20,7 @@ class ClientPhase {
  public:
   ClientPhase(const ClientPhaseEnv& env, const Phase& ph, size_t index)
       : e_(env), s_(env.spec), ph_(ph), index_(index), bidir_(s_.bidir && ph.mode == Mode::bw),
-        cover_(s_.validate && ph.op == Op::write && ph.mode == Mode::bw),
+        cover_(s_.validate && (ph.op == Op::write || ph.op == Op::write_imm) && ph.mode == Mode::bw),
         start_(s_.threads, &pc_.measure_tick, &env.clock, &cpu_at_start_),
         workers_(abort_, release_, worker_grace_s(s_.timeout_s, s_.eps_per_thread())) {}
 
@@ -61,7 +61,7 @@ class ClientPhase {
     for (auto& t : ts_) {
       uint8_t* area = t->area();
       if (cover_) t->coverage.assign(s_.region_bytes() / kAlign + 1, kCoverNone);
-      if (s_.wants_mirror() && ph_.op == Op::write)
+      if (s_.wants_mirror() && (ph_.op == Op::write || ph_.op == Op::write_imm))
         in_pieces(s_.region_bytes(), [&](uint64_t off, uint64_t n) { fill_pattern(area + off, n, pc_.seed, off); }, alive);
       else
         in_pieces(per_thread, [&](uint64_t off, uint64_t n) { std::memset(area + off, 0, n); }, alive);

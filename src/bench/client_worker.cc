@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "bench/addressing.hh"
+#include "bench/event_wait.hh"
 #include "bench/pattern.hh"
 #include "bench/worker.hh"
 #include "core/affinity.hh"
@@ -20,6 +22,10 @@ namespace wr_flag = transport::wr_flag;
 inline uint8_t load_acquire(const uint8_t* p) { return std::atomic_ref<const uint8_t>(*p).load(std::memory_order_acquire); }
 
 constexpr double kYieldAfterNs = 50e3;
+constexpr int kSleepMs = 100;  // --event: longest sleep before the stop flag and the stall limit are looked at again
+
+// Ops whose latency is a whole round trip (the answer is the op's own completion), not a ping-pong.
+bool round_trip(Op op) { return op == Op::read || is_atomic(op); }
 
 struct Budget {  // how long a loop runs: a count, or until a tick
   uint64_t count = 0;
@@ -102,26 +108,53 @@ class ClientLoop {
   }
   Status interrupted() { return {Errc::interrupted, "stopped"}; }
 
+  // A local slot of its own for every op in flight with --validate (its payload or its fetched value
+  // must survive until the op completes), else any slot.
+  uint64_t local_slot(size_t lane_idx, uint64_t seq) const {
+    return s_.validate ? lane_idx * lane_slots_ + seq % lane_slots_ : seq % local_slots_;
+  }
+
   WorkRequest make(Lane& l, size_t lane_idx, uint64_t seq, uint8_t flags) {
     Op op = pc_.phase.op;
     WorkRequest w{op, flags, uint32_t(size_), l.mr, 0, 0, (uint64_t(lane_idx) << kLaneShift) | seq};
-    if (op == Op::send) {
-      uint64_t slot = s_.validate ? lane_idx * lane_slots_ + seq % lane_slots_ : seq % local_slots_;
+    w.imm = uint32_t(l.msg_base + seq);  // the peer checks that immediates arrive in order
+    if (is_message(op)) {
+      uint64_t slot = local_slot(lane_idx, seq);
       w.local_off = t_.area_off + slot * align_up(size_);
       if (s_.validate)
         fill_pattern(t_.area() + slot * align_up(size_), size_, message_seed(pc_.seed, l.global, l.msg_base + seq), 0);
+    } else if (is_atomic(op)) {
+      w.local_off = t_.area_off + local_slot(lane_idx, seq) * align_up(size_);
+      w.remote_off = counter_offset(s_, t_.index, int(lane_idx));
+      set_operands(w, l.msg_base + seq);
     } else {
       uint64_t off = gen_.next();
       l.offs[seq & mask_] = off;
       // With --validate the local area mirrors the remote region, so source and destination share offsets.
       w.local_off = t_.area_off + (s_.wants_mirror() ? off : (seq % local_slots_) * align_up(size_) % s_.local_area());
       w.remote_off = off;
-      if (s_.validate && op == Op::write) {
+      if (s_.validate && (op == Op::write || op == Op::write_imm)) {
         w.flags = flags | wr_flag::delivery;
         mark_coverage(off);
       }
     }
     return w;
+  }
+
+  // The n-th atomic op of a lane: fadd adds 1; cswap expects n (what the n ops before it left)
+  // and stores n + 1, so a chain executed in order always matches and leaves the count.
+  static void set_operands(WorkRequest& w, uint64_t n) {
+    w.operand = w.op == Op::fadd ? 1 : n + 1;
+    w.compare = n;
+  }
+
+  Status verify_cswap(const Lane& l, size_t lane_idx, uint64_t seq) {
+    uint64_t seen;
+    std::memcpy(&seen, t_.area() + local_slot(lane_idx, seq) * align_up(size_), sizeof seen);
+    uint64_t want = l.msg_base + seq;
+    if (seen == want) return {};
+    return {Errc::validation, fmt::format("thread {}: cswap #{} on endpoint {} found {} in the counter, expected {} "
+                                          "(the value the cswap before it left)", t_.index, want, l.global, seen, want)};
   }
 
   void mark_coverage(uint64_t off) {
@@ -207,9 +240,9 @@ class ClientLoop {
             const Completion& cq = cqes[c];
             if (!cq.ok()) return fail_cqe(l, cq);
             uint64_t seq = cq.wr_id & kSeqMask, group = signal > 1 ? seq % signal + 1 : 1;
-            if (s_.validate && cq.op == Op::read)
+            if (s_.validate && (cq.op == Op::read || cq.op == Op::cswap))
               for (uint64_t q = seq + 1 - group; q <= seq; ++q) {
-                Status v = verify_read(l, q);
+                Status v = cq.op == Op::read ? verify_read(l, q) : verify_cswap(l, size_t(cq.wr_id >> kLaneShift), q);
                 if (!v) return v;
               }
             if (record) t_.hist.record(uint64_t(clk.to_ns(done_tick - l.post_tick[seq & mask_])));
@@ -234,6 +267,9 @@ class ClientLoop {
         idle = 0;
       } else if (outstanding && now - last_progress > timeout_ticks_) {
         return stalled(outstanding);
+      } else if (s_.event && outstanding) {
+        Status st = waiter_.sleep(t_.eps, kSleepMs);
+        if (!st) return st;
       } else if (++idle > 256) {
         // Nothing completes: the peer (or another of our threads) may need this core to make
         // progress, which matters whenever threads outnumber cores.
@@ -242,24 +278,35 @@ class ClientLoop {
     }
   }
 
-  // Waits for the completion of `want_id` on `l` or, when echo_byte is set, for it to flip to `tag`.
-  Status wait(Lane& l, uint64_t want_id, transport::Op want_op, const uint8_t* echo_byte, uint8_t tag) {
+  // Waits for the completion of `want_id` on `l` (any remote_write when want_op is one) or, when
+  // echo_byte is set, for it to flip to `tag`. The awaited completion is copied to `got`.
+  Status wait(Lane& l, uint64_t want_id, transport::Op want_op, const uint8_t* echo_byte, uint8_t tag,
+              Completion* got = nullptr) {
     const Clock& clk = *pc_.clock;
     uint64_t start = clk.now();
     Completion cqes[8];
-    bool got = false;
+    bool found = false;
     while (true) {
       int n = l.ep->poll(cqes);
       if (n < 0) return io_error(l);
       for (int i = 0; i < n; ++i) {
         if (!cqes[i].ok()) return fail_cqe(l, cqes[i]);
-        if (cqes[i].op == want_op && cqes[i].wr_id == want_id) got = true;
+        if (cqes[i].op == want_op && (want_op == Op::remote_write || cqes[i].wr_id == want_id)) {
+          found = true;
+          if (got) *got = cqes[i];
+        }
       }
-      if (echo_byte ? load_acquire(echo_byte) == tag : got) return {};
+      if (echo_byte ? load_acquire(echo_byte) == tag : found) return {};
       if (n == 0) {
         uint64_t now = clk.now();
         if (now - start > timeout_ticks_) return stalled(1);
         if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
+        if (s_.event) {
+          transport::Endpoint* one[] = {l.ep};
+          Status st = waiter_.sleep(one, kSleepMs);
+          if (!st) return st;
+          continue;
+        }
         // Our own copy engine may need this core to answer (threads outnumber cores). A peer
         // process is left alone: yielding here measurably slows network ping-pongs.
         if (pc_.yield_to_engine && now - start > yield_after_ticks_) sched_yield();
@@ -271,53 +318,20 @@ class ClientLoop {
   Status lat(const Budget& b, bool record) {
     const Clock& clk = *pc_.clock;
     Op op = pc_.phase.op;
-    uint8_t* src = t_.area();
-    uint8_t* echo = static_cast<uint8_t*>(t_.mr->addr()) + echo_off_;
-    uint64_t remote = uint64_t(t_.index) * s_.gap();
     for (uint64_t i = 0;; ++i, ++seq_) {
-      uint64_t now = clk.now();
-      if (over(b, i, now)) return {};
+      if (over(b, i, clk.now())) return {};
       if (pc_.abort->load(std::memory_order_relaxed)) return interrupted();
       size_t li = seq_ % lanes_.size();
       Lane& l = lanes_[li];
-      uint64_t mseed = message_seed(pc_.seed, t_.first_ep, seq_);
-      uint64_t id = (uint64_t(li) << kLaneShift) | (seq_ & kSeqMask);
-      uint64_t t0, t1;
-      Status st;
-      if (op == Op::write) {
-        uint8_t tag = uint8_t(seq_ % 255 + 1);
-        if (s_.validate) fill_pattern(src, size_ - 1, mseed, 0);
-        src[size_ - 1] = tag;
-        WorkRequest w{Op::write, lat_flags(), uint32_t(size_), l.mr, t_.area_off, remote, id};
-        t0 = clk.now();
-        if (l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
-        if (st) st = wait(l, 0, Op::write, echo + size_ - 1, tag);
-        t1 = clk.now();
-        if (st && s_.validate) st = verify_echo(echo, size_ - 1, mseed, "write");
-      } else if (op == Op::read) {
-        uint64_t off = s_.random() ? gen_.next() : remote;
-        l.offs[(seq_ & kSeqMask) & mask_] = off;
-        uint64_t local = s_.wants_mirror() ? off : 0;
-        WorkRequest w{Op::read, wr_flag::signal, uint32_t(size_), l.mr, t_.area_off + local, off, id};
-        t0 = clk.now();
-        if (l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
-        if (st) st = wait(l, id, Op::read, nullptr, 0);
-        t1 = clk.now();
-        if (st && s_.validate) st = verify_read(l, seq_ & kSeqMask);
-      } else {
-        WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), l.mr, echo_off_, 0, id};
-        st = post_retry(l, r);
-        if (s_.validate) fill_pattern(src, size_, mseed, 0);
-        WorkRequest w{Op::send, lat_flags(), uint32_t(size_), l.mr, t_.area_off, 0, id};
-        t0 = clk.now();
-        if (st && l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
-        if (st) st = wait(l, id, Op::recv, nullptr, 0);
-        t1 = clk.now();
-        if (st && s_.validate) st = verify_echo(echo, size_, mseed, "send");
-      }
+      Timed one;
+      Status st = op == Op::write       ? ping_write(l, one)
+                  : op == Op::write_imm ? ping_write_imm(l, one)
+                  : op == Op::read      ? fetch_read(l, li, one)
+                  : is_atomic(op)       ? fetch_atomic(l, li, one)
+                                        : ping_send(l, li, one);
       if (!st) return st;
-      double ns = clk.to_ns(t1 - t0);
-      if (op != Op::read) ns /= 2;  // ping-pong: one message is half the round trip
+      double ns = clk.to_ns(one.t1 - one.t0);
+      if (!round_trip(op)) ns /= 2;  // ping-pong: one message is half the round trip
       if (record) {
         t_.hist.record(uint64_t(ns + 0.5));
         ++l.measured;
@@ -326,6 +340,102 @@ class ClientLoop {
       t_.ops.store(t_.ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       t_.bytes.store(t_.bytes.load(std::memory_order_relaxed) + size_, std::memory_order_relaxed);
     }
+  }
+
+  struct Timed {
+    uint64_t t0 = 0, t1 = 0;
+  };
+
+  uint64_t lat_id(size_t li) const { return (uint64_t(li) << kLaneShift) | (seq_ & kSeqMask); }
+  uint64_t lat_seed() const { return message_seed(pc_.seed, t_.first_ep, seq_); }
+  uint8_t* echo() const { return static_cast<uint8_t*>(t_.mr->addr()) + echo_off_; }
+  uint64_t slice() const { return uint64_t(t_.index) * s_.gap(); }
+
+  // WRITE: the peer polls the last byte of its slot and writes the payload back into our echo
+  // slot; we poll that byte in turn.
+  Status ping_write(Lane& l, Timed& tm) {
+    uint8_t* src = t_.area();
+    uint8_t tag = uint8_t(seq_ % 255 + 1);
+    if (s_.validate) fill_pattern(src, size_ - 1, lat_seed(), 0);
+    src[size_ - 1] = tag;
+    WorkRequest w{Op::write, lat_flags(), uint32_t(size_), l.mr, t_.area_off, slice(), lat_id(0)};
+    tm.t0 = pc_.clock->now();
+    Status st = l.ep->post({&w, 1}) == 1 ? Status{} : post_retry(l, w);
+    if (st) st = wait(l, 0, Op::write, echo() + size_ - 1, tag);
+    tm.t1 = pc_.clock->now();
+    if (st && s_.validate) st = verify_echo(echo(), size_ - 1, lat_seed(), "write");
+    return st;
+  }
+
+  // WRITE with immediate: both sides learn of the peer's write from a completion, so both may sleep.
+  Status ping_write_imm(Lane& l, Timed& tm) {
+    if (s_.validate) fill_pattern(t_.area(), size_, lat_seed(), 0);
+    WorkRequest w{Op::write_imm, lat_flags(), uint32_t(size_), l.mr, t_.area_off, slice(), lat_id(0)};
+    w.imm = uint32_t(seq_);
+    Completion back;
+    tm.t0 = pc_.clock->now();
+    Status st = l.ep->post({&w, 1}) == 1 ? Status{} : post_retry(l, w);
+    if (st) st = wait(l, 0, Op::remote_write, nullptr, 0, &back);
+    tm.t1 = pc_.clock->now();
+    if (st && s_.validate) st = verify_imm(back, "write-imm");
+    if (st && s_.validate) st = verify_echo(echo(), size_, lat_seed(), "write-imm");
+    return st;
+  }
+
+  Status fetch_read(Lane& l, size_t li, Timed& tm) {
+    uint64_t off = s_.random() ? gen_.next() : slice();
+    l.offs[(seq_ & kSeqMask) & mask_] = off;
+    uint64_t local = s_.wants_mirror() ? off : 0;
+    WorkRequest w{Op::read, wr_flag::signal, uint32_t(size_), l.mr, t_.area_off + local, off, lat_id(li)};
+    tm.t0 = pc_.clock->now();
+    Status st = l.ep->post({&w, 1}) == 1 ? Status{} : post_retry(l, w);
+    if (st) st = wait(l, w.wr_id, Op::read, nullptr, 0);
+    tm.t1 = pc_.clock->now();
+    if (st && s_.validate) st = verify_read(l, seq_ & kSeqMask);
+    return st;
+  }
+
+  // One atomic on the lane's counter; it held exactly the lane's earlier ops when it ran.
+  Status fetch_atomic(Lane& l, size_t li, Timed& tm) {
+    WorkRequest w{pc_.phase.op, wr_flag::signal, transport::kAtomicBytes, l.mr, t_.area_off, counter_offset(s_, t_.index, int(li)),
+                  lat_id(li)};
+    set_operands(w, l.msg_base);
+    tm.t0 = pc_.clock->now();
+    Status st = l.ep->post({&w, 1}) == 1 ? Status{} : post_retry(l, w);
+    if (st) st = wait(l, w.wr_id, w.op, nullptr, 0);
+    tm.t1 = pc_.clock->now();
+    if (!st || !s_.validate) return st;
+    uint64_t seen;
+    std::memcpy(&seen, t_.area(), sizeof seen);
+    if (seen == l.msg_base) return {};
+    return {Errc::validation, fmt::format("thread {}: {} #{} on endpoint {} found {} in the counter, expected {}",
+                                          t_.index, transport::op_name(w.op), l.msg_base, l.global, seen, l.msg_base)};
+  }
+
+  // SEND (or SEND with immediate): the peer answers each message with one of its own.
+  Status ping_send(Lane& l, size_t li, Timed& tm) {
+    Op op = pc_.phase.op;
+    WorkRequest r{Op::recv, wr_flag::signal, uint32_t(size_), l.mr, echo_off_, 0, lat_id(li)};
+    Status st = post_retry(l, r);
+    if (s_.validate) fill_pattern(t_.area(), size_, lat_seed(), 0);
+    WorkRequest w{op, lat_flags(), uint32_t(size_), l.mr, t_.area_off, 0, lat_id(li)};
+    w.imm = uint32_t(seq_);
+    Completion back;
+    tm.t0 = pc_.clock->now();
+    if (st && l.ep->post({&w, 1}) != 1) st = post_retry(l, w);
+    if (st) st = wait(l, r.wr_id, Op::recv, nullptr, 0, &back);
+    tm.t1 = pc_.clock->now();
+    if (st && op == Op::send_imm) st = verify_imm(back, "send-imm");
+    if (st && s_.validate) st = verify_echo(echo(), size_, lat_seed(), transport::op_name(op));
+    return st;
+  }
+
+  Status verify_imm(const Completion& c, const char* what) {
+    if (c.has_imm && c.imm == uint32_t(seq_)) return {};
+    if (!c.has_imm)
+      return {Errc::validation, fmt::format("thread {}: the answer to {} #{} came without immediate data", t_.index, what, seq_)};
+    return {Errc::validation, fmt::format("thread {}: the answer to {} #{} carried immediate {}, expected {}", t_.index,
+                                          what, seq_, c.imm, uint32_t(seq_))};
   }
 
   // Small ping-pong payloads go inline and ask for no completion: the echo is the completion.
@@ -359,6 +469,7 @@ class ClientLoop {
   uint64_t size_;
   AddressGen gen_;
   uint64_t timeout_ticks_, yield_after_ticks_;
+  EventWaiter waiter_;
   uint64_t mask_ = 0, local_slots_ = 1, lane_slots_ = 1, echo_off_ = 0, seq_ = 0;
   std::vector<Lane> lanes_;
 };

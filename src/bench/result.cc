@@ -23,7 +23,7 @@ LatencySummary summarize(const HistogramSnapshot& h) {
 
 const char* lat_kind_of(const Phase& p) {
   if (p.mode == Mode::bw) return "completion";
-  return p.op == Op::read ? "round_trip" : "half_round_trip";
+  return p.op == Op::read || is_atomic(p.op) ? "round_trip" : "half_round_trip";
 }
 
 PhaseResult collect(const Phase& phase, const std::vector<std::unique_ptr<ThreadState>>& threads, const Clock& clk) {

@@ -46,7 +46,7 @@ class ServePhase {
  public:
   ServePhase(const ServePhaseEnv& env, const protocol::PhaseStart& start)
       : e_(env), s_(env.spec), ph_(start.phase), seed_(start.seed), caps_(env.session.domain().caps()),
-        bidir_(s_.bidir && ph_.mode == Mode::bw && ph_.op != Op::send), start_(s_.threads, &pc_.measure_tick, &env.clock),
+        bidir_(s_.bidir && ph_.mode == Mode::bw && (ph_.op == Op::write || ph_.op == Op::read)), start_(s_.threads, &pc_.measure_tick, &env.clock),
         workers_(abort_, release_, worker_grace_s(s_.timeout_s, s_.eps_per_thread())) {}
 
   Status run() {
@@ -62,6 +62,7 @@ class ServePhase {
     st = receive_coverage(end.value());
     if (!st) return stop_workers(st), st;
     Status lost = wait_for_sends(end->sent);
+    if (lost.is_ok() && s_.validate && is_atomic(ph_.op)) lost = check_counters(end->sent);
     std::optional<protocol::StreamFigures> reverse;
     if (bidir_) reverse = finish_reverse_stream(lost);
     CpuTimes cpu1 = CpuTimes::now();
@@ -106,10 +107,11 @@ class ServePhase {
     uint8_t* r = region();
     if (ph_.op == Op::read && s_.validate)
       in_pieces(rlen, [&](uint64_t off, uint64_t n) { fill_pattern(r + off, n, seed_, off); }, alive());
-    if (ph_.op == Op::write)  // validation and echo detection start from zero
+    // Validation, echo detection and the atomics' counters start from zero.
+    if (ph_.op == Op::write || ph_.op == Op::write_imm || is_atomic(ph_.op))
       in_pieces(rlen, [&](uint64_t off, uint64_t n) { std::memset(r + off, 0, n); }, alive());
     slots_ = ph_.mode == Mode::lat ? 2 : rx_slots_for(s_, ph_.size, caps_);  // per endpoint
-    if (ph_.op == Op::send) return prepare_receive_ring();
+    if (is_message(ph_.op)) return prepare_receive_ring();
     ts_ = thread_states(e_.session, s_.threads, session_mrs(e_.session), [](int) { return uint64_t(0); });
     if (bidir_) prepare_reverse_stream();
     return {};
@@ -211,9 +213,10 @@ class ServePhase {
     return {};
   }
 
-  // Every message the client sent must arrive before the phase ends: none may be lost.
+  // Every message (and every write with immediate) the client sent must arrive before the phase
+  // ends: none may be lost.
   Status wait_for_sends(const std::vector<uint64_t>& sent) {
-    if (ph_.op != Op::send) return {};
+    if (!is_message(ph_.op) && ph_.op != Op::write_imm) return {};
     const size_t ept = size_t(s_.eps_per_thread());
     auto deadline = SteadyClock::now() + std::chrono::duration<double>(s_.timeout_s);
     for (size_t t = 0; t < ts_.size(); ++t) {
@@ -227,6 +230,22 @@ class ServePhase {
         return {Errc::validation, fmt::format("thread {}: {} messages sent, {} received within {:g} s", t, want,
                                               ts_[t]->ops.load(), s_.timeout_s)};
     }
+    return {};
+  }
+
+  // Each endpoint's counter holds exactly its atomics: every fadd added one, and every cswap found
+  // the value the one before it left and moved it one on.
+  Status check_counters(const std::vector<uint64_t>& sent) {
+    const int ept = s_.eps_per_thread();
+    for (int t = 0; t < s_.threads; ++t)
+      for (int e = 0; e < ept; ++e) {
+        size_t global = size_t(t * ept + e);
+        uint64_t want = global < sent.size() ? sent[global] : 0, have;
+        std::memcpy(&have, region() + counter_offset(s_, t, e), sizeof have);
+        if (have != want)
+          return {Errc::validation, fmt::format("endpoint {}: the counter holds {} after {} {} ops", global, have, want,
+                                                transport::op_name(ph_.op))};
+      }
     return {};
   }
 

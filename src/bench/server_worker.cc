@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "bench/event_wait.hh"
 #include "bench/pattern.hh"
 #include "bench/worker.hh"
 #include "core/affinity.hh"
@@ -20,6 +22,7 @@ namespace wr_flag = transport::wr_flag;
 constexpr uint64_t kSendTag = 1ull << 62;  // wr_id bit that marks the server's own sends
 constexpr int kLaneShift = 48;              // wr_id = lane << 48 | slot
 constexpr uint64_t kSlotMask = (1ull << kLaneShift) - 1;
+constexpr int kSleepMs = 100;  // --event: longest sleep before the stop flag is looked at again
 
 // One server thread serves the endpoints (rails x qps) of the client thread it is paired with.
 class ServerLoop {
@@ -33,8 +36,10 @@ class ServerLoop {
 
   Status run() {
     Op op = pc_.phase.op;
-    if (op == Op::send) return pc_.phase.mode == Mode::lat ? send_echo() : send_sink();
-    if (op == Op::write && pc_.phase.mode == Mode::lat) return write_echo();
+    bool lat = pc_.phase.mode == Mode::lat;
+    if (is_message(op)) return lat ? send_echo() : send_sink();
+    if (op == Op::write && lat) return write_echo();
+    if (op == Op::write_imm && lat) return write_imm_echo();
     return passive();
   }
 
@@ -54,18 +59,23 @@ class ServerLoop {
     return {Errc::io, fmt::format("server thread {}: {} of {} B failed: {}", t_.index, transport::op_name(c.op), c.len,
                                   t_.eps[l]->describe_error(c))};
   }
-  void idle(int& n) {
-    // Park between empty polls so a passive side does not starve the measuring threads of a core;
-    // where the transport moves data without us (copy engines), sleep instead.
-    if (++n <= 256) return;
+  // Nothing came: with --event sleep on the endpoints' wait objects, else spin a while and then
+  // park so a passive side does not starve the measuring threads of a core; where the transport
+  // moves data without us (copy engines), sleep instead.
+  Status idle(int& n) {
+    if (s_.event) return waiter_.sleep(t_.eps, kSleepMs);
+    if (++n <= 256) return {};
     if (pc_.target_progress) sched_yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return {};
   }
 
   // Echo loops spin for healthy ping-pongs but give the core away once a wait is long
   // (the client's copy engine needs it when threads outnumber cores).
-  void long_wait(uint64_t since) const {
+  Status long_wait(uint64_t since) {
+    if (s_.event) return waiter_.sleep(t_.eps, kSleepMs);
     if (pc_.yield_to_engine && pc_.clock->to_ns(pc_.clock->now() - since) > 50e3) sched_yield();
+    return {};
   }
 
   Status post_one(size_t l, const WorkRequest& w) {
@@ -87,7 +97,7 @@ class ServerLoop {
   Status handle(size_t l, const Completion& c) {
     if (!c.ok()) return cqe_error(l, c);
     if (c.op == Op::recv) pending_recv_.push_back(c);
-    else if (c.op == Op::send && (c.wr_id & kSendTag)) pending_send_.push_back(c.wr_id & ~kSendTag);
+    else if (is_message(c.op) && (c.wr_id & kSendTag)) pending_send_.push_back(c.wr_id & ~kSendTag);
     return {};
   }
 
@@ -99,6 +109,8 @@ class ServerLoop {
             (uint64_t(l) << kLaneShift) | slot};
   }
 
+  // The target of a one-sided stream: it only drives progress, and counts (and checks the order
+  // of) the arrivals that writes with immediate data announce.
   Status passive() {
     Completion cq[64];
     int n_idle = 0;
@@ -107,13 +119,31 @@ class ServerLoop {
       for (size_t l = 0; l < lanes(); ++l) {
         int n = t_.eps[l]->poll(cq);
         if (n < 0) return io_error(l);
-        for (int i = 0; i < n; ++i)
+        for (int i = 0; i < n; ++i) {
           if (!cq[i].ok()) return cqe_error(l, cq[i]);
+          if (cq[i].op != Op::remote_write) continue;
+          Status st = check_arrival(cq[i], uint64_t(t_.first_ep) + l, lane_seq_[l]++);
+          if (!st) return st;
+          count(1);
+        }
         got += n;
       }
-      if (got == 0) idle(n_idle);
-      else n_idle = 0;
+      if (got) n_idle = 0;
+      else if (Status st = idle(n_idle); !st) return st;
     }
+    return {};
+  }
+
+  // A write with immediate data as the target sees it: every one announced, in order, whole.
+  Status check_arrival(const Completion& c, uint64_t stream, uint64_t seq) {
+    if (!c.has_imm)
+      return {Errc::validation, fmt::format("server thread {}: write-imm #{} on endpoint {} arrived without its immediate",
+                                            t_.index, seq, stream)};
+    if (c.len != size_)
+      return {Errc::validation, fmt::format("server thread {}: write-imm #{} has {} B, expected {}", t_.index, seq, c.len, size_)};
+    if (s_.validate && c.imm != uint32_t(seq))
+      return {Errc::validation, fmt::format("server thread {}: write-imm #{} on endpoint {} carried immediate {}, expected {} "
+                                            "(lost or out of order)", t_.index, seq, stream, c.imm, uint32_t(seq))};
     return {};
   }
 
@@ -132,7 +162,7 @@ class ServerLoop {
           for (int c = 0; c < n; ++c)
             if (!cq[c].ok()) return cqe_error(k, cq[c]);
         }
-        long_wait(since);
+        if (Status st = long_wait(since); !st) return st;
       }
       if (s_.validate) {
         uint64_t mseed = message_seed(pc_.seed, t_.first_ep, i);
@@ -151,10 +181,59 @@ class ServerLoop {
     return {};
   }
 
-  Status check_message(uint64_t slot, uint64_t stream, uint64_t seq, uint32_t len) {
-    if (len != size_)
-      return {Errc::validation, fmt::format("server thread {}: message #{} has {} B, expected {}", t_.index, seq, len, size_)};
+  // Write-with-immediate ping-pong: the client's write announces itself with a completion; the
+  // payload goes back the same way from where it landed, carrying the same immediate.
+  Status write_imm_echo() {
+    const uint8_t* slot = static_cast<uint8_t*>(t_.mr->addr()) + slot_off_;
+    Completion cq[16];
+    for (uint64_t i = 0; !stopping(); ++i) {
+      size_t l = i % lanes();
+      std::optional<Completion> arrival;
+      uint64_t since = pc_.clock->now();
+      while (!arrival) {
+        if (stopping()) return {};
+        int got = 0;
+        for (size_t k = 0; k < lanes(); ++k) {
+          int n = t_.eps[k]->poll(cq);
+          if (n < 0) return io_error(k);
+          got += n;
+          for (int c = 0; c < n; ++c) {
+            if (!cq[c].ok()) return cqe_error(k, cq[c]);
+            if (cq[c].op == Op::remote_write) arrival = cq[c];
+          }
+        }
+        if (got == 0)
+          if (Status st = long_wait(since); !st) return st;
+      }
+      Status st = check_arrival(*arrival, uint64_t(t_.first_ep), i);
+      if (st && s_.validate) st = check_payload(slot, message_seed(pc_.seed, t_.first_ep, i), i, "write-imm");
+      if (!st) return st;
+      WorkRequest w{Op::write_imm, inline_ok() ? wr_flag::inject : wr_flag::signal, uint32_t(size_), mr(l), slot_off_,
+                    echo_off_, i};
+      w.imm = arrival->imm;
+      st = post_one(l, w);
+      if (!st) return st;
+      count(1);
+    }
+    return {};
+  }
+
+  Status check_payload(const uint8_t* p, uint64_t mseed, uint64_t seq, const char* what) {
+    size_t bad = check_pattern(p, size_, mseed, 0);
+    if (bad == size_) return {};
+    return {Errc::validation, fmt::format("server thread {}: {} #{} of {} B: byte {} is {:#04x}, expected {:#04x}", t_.index,
+                                          what, seq, size_, bad, p[bad], pattern_byte(mseed, bad))};
+  }
+
+  Status check_message(uint64_t slot, uint64_t stream, uint64_t seq, const Completion& c) {
+    if (c.len != size_)
+      return {Errc::validation, fmt::format("server thread {}: message #{} has {} B, expected {}", t_.index, seq, c.len, size_)};
+    if (pc_.phase.op == Op::send_imm && !c.has_imm)
+      return {Errc::validation, fmt::format("server thread {}: send-imm #{} arrived without its immediate", t_.index, seq)};
     if (!s_.validate) return {};
+    if (pc_.phase.op == Op::send_imm && c.imm != uint32_t(seq))
+      return {Errc::validation, fmt::format("server thread {}: send-imm #{} carried immediate {}, expected {} (lost or out "
+                                            "of order)", t_.index, seq, c.imm, uint32_t(seq))};
     const uint8_t* p = t_.area() + slot * align_up(size_);
     uint64_t mseed = message_seed(pc_.seed, int(stream), seq);
     size_t bad = check_pattern(p, size_, mseed, 0);
@@ -184,19 +263,20 @@ class ServerLoop {
         got += n;
       }
       if (got) since = pc_.clock->now();
-      else long_wait(since);
+      else if (Status st = long_wait(since); !st) return st;
       arrived_.clear();
       arrived_.swap(pending_recv_);  // post_one may queue more while we answer these
       for (auto& r : arrived_) {
         size_t l = lane_of(r.wr_id);
         uint64_t slot = r.wr_id & kSlotMask;
-        Status st = check_message(slot, uint64_t(t_.first_ep), seq, r.len);
+        Status st = check_message(slot, uint64_t(t_.first_ep), seq, r);
         if (!st) return st;
         ++seq;
         // An inline send leaves the slot free at once; otherwise the slot is reposted when the send completes.
         bool inl = inline_ok();
-        WorkRequest w{Op::send, inl ? wr_flag::inject : wr_flag::signal, uint32_t(size_),
+        WorkRequest w{pc_.phase.op, inl ? wr_flag::inject : wr_flag::signal, uint32_t(size_),
                       mr(l), t_.area_off + slot * align_up(size_), 0, r.wr_id | kSendTag};
+        w.imm = r.imm;
         st = post_one(l, w);
         if (!st) return st;
         if (inl) st = post_one(l, recv_wr(l, slot));
@@ -217,7 +297,7 @@ class ServerLoop {
   Status take_message(size_t l, const Completion& c) {
     uint64_t slot = c.wr_id & kSlotMask;
     // Each endpoint is its own ordered stream of messages.
-    Status st = check_message(slot, uint64_t(t_.first_ep) + l, lane_seq_[l]++, c.len);
+    Status st = check_message(slot, uint64_t(t_.first_ep) + l, lane_seq_[l]++, c);
     if (!st) return st;
     count(1);
     return post_one(l, recv_wr(l, slot));
@@ -254,8 +334,8 @@ class ServerLoop {
           }
         }
       }
-      if (got == 0) idle(n_idle);
-      else n_idle = 0;
+      if (got) n_idle = 0;
+      else if (Status st = idle(n_idle); !st) return st;
     }
     return {};
   }
@@ -269,6 +349,7 @@ class ServerLoop {
   // Swapped, never reallocated, so the echo loop allocates nothing per message.
   std::vector<Completion> pending_recv_, arrived_;
   std::vector<uint64_t> pending_send_, sent_;
+  EventWaiter waiter_;
 };
 
 }  // namespace

@@ -46,6 +46,7 @@ Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vecto
     eo.depth = s.depth;
     eo.rx_slots = rx_slots;
     eo.selective = true;  // the runner marks every op that needs a completion
+    eo.event = s.event;
     auto ep = session->domains[session->domain_of_endpoint(size_t(t))]->open_endpoint(eo);
     if (!ep) return ep.status();
     session->eps.push_back(std::move(ep.value()));

@@ -8,11 +8,28 @@ namespace rb::bench {
 
 const char* mode_name(Mode m) { return m == Mode::bw ? "bw" : "lat"; }
 
+namespace {
+constexpr std::pair<const char*, Op> kOps[] = {{"write", Op::write}, {"read", Op::read},         {"send", Op::send},
+                                               {"write-imm", Op::write_imm}, {"send-imm", Op::send_imm},
+                                               {"fadd", Op::fadd},           {"cswap", Op::cswap}};
+}  // namespace
+
 Result<Op> parse_op(const std::string& s) {
-  if (s == "write") return Op::write;
-  if (s == "read") return Op::read;
-  if (s == "send") return Op::send;
-  return Status(Errc::invalid_argument, fmt::format("--op '{}': must be write, read or send (or a list: write,send)", s));
+  for (auto [name, op] : kOps)
+    if (s == name) return op;
+  return Status(Errc::invalid_argument, fmt::format("--op '{}': must be write, read, send, write-imm, send-imm, fadd or "
+                                                    "cswap (or a list: write,send)", s));
+}
+
+bool is_atomic(Op op) { return op == Op::fadd || op == Op::cswap; }
+bool is_rma(Op op) { return op == Op::write || op == Op::write_imm || op == Op::read; }
+bool is_message(Op op) { return op == Op::send || op == Op::send_imm; }
+
+bool RunSpec::has(Op op) const { return std::find(ops.begin(), ops.end(), op) != ops.end(); }
+bool RunSpec::has_atomic() const { return std::any_of(ops.begin(), ops.end(), is_atomic); }
+
+uint64_t counter_offset(const RunSpec& s, int thread, int lane) {
+  return uint64_t(thread) * s.gap() + uint64_t(lane) * transport::kAtomicBytes;
 }
 
 Result<Mode> parse_mode(const std::string& s) {
@@ -50,7 +67,7 @@ uint64_t RunSpec::region_bytes() const {
 
 bool RunSpec::wants_mirror() const {
   if (!validate) return false;
-  return std::any_of(ops.begin(), ops.end(), [](Op o) { return o == Op::write || o == Op::read; });
+  return std::any_of(ops.begin(), ops.end(), is_rma);
 }
 
 uint64_t RunSpec::local_area() const {
@@ -58,7 +75,8 @@ uint64_t RunSpec::local_area() const {
   uint64_t area = uint64_t(batch) * align_up(max_size());
   if (wants_mirror()) area = std::max(area, region_bytes());
   // Validated sends need a buffer per op in flight: a slot is refilled only after it completed.
-  if (validate && std::find(ops.begin(), ops.end(), Op::send) != ops.end())
+  // Validated atomics keep each one's fetched value until it completes, likewise.
+  if (validate && std::any_of(ops.begin(), ops.end(), [](Op o) { return is_message(o) || is_atomic(o); }))
     area = std::max(area, uint64_t(depth) * uint64_t(eps_per_thread()) * align_up(max_size()));
   return area;
 }
@@ -70,11 +88,13 @@ std::string RunSpec::addressing() const {
   return "fixed";
 }
 
+// Atomics are 8-byte ops whatever --size lists, so they run once per mode at 8 B.
 std::vector<Phase> phases(const RunSpec& s) {
   std::vector<Phase> out;
+  const std::vector<uint64_t> atomic_size{transport::kAtomicBytes};
   for (Op op : s.ops)
     for (Mode m : s.modes)
-      for (uint64_t size : s.sizes)
+      for (uint64_t size : is_atomic(op) ? atomic_size : s.sizes)
         for (int r = 0; r < s.repeat; ++r) out.push_back({op, m, size, r});
   return out;
 }

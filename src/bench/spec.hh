@@ -16,7 +16,10 @@ namespace rb::bench {
 using transport::Op;
 enum class Mode { bw, lat };
 const char* mode_name(Mode m);
-Result<Op> parse_op(const std::string& s);      // "write" -> Op::write; errors name --op
+Result<Op> parse_op(const std::string& s);      // "write-imm" -> Op::write_imm; errors name --op
+bool is_atomic(Op op);                          // fadd, cswap: 8-byte ops on one counter per endpoint
+bool is_rma(Op op);                             // write, write-imm, read: a target offset in the peer's region
+bool is_message(Op op);                         // send, send-imm: consume the peer's posted receives
 Result<Mode> parse_mode(const std::string& s);  // "bw" -> Mode::bw; errors name --mode
 
 constexpr uint64_t kAlign = 64;  // every remote target is 64 B aligned
@@ -48,6 +51,7 @@ struct Workload {
   bool inject = true;  // latency runs send small payloads inline (FI_INJECT), as perftest and fi_pingpong do
   double report_interval = 0;
   bool cpu_util = false;
+  bool event = false;  // sleep on the completion queue's wait object instead of busy-polling (perftest -e)
   uint64_t seed = 0x5eed;
   double timeout_s = 10;  // no progress for this long fails the run
 };
@@ -75,10 +79,16 @@ struct RunSpec : Workload, Addressing {
   uint64_t region_bytes() const;              // remote region size
   bool random() const { return random_space != 0 && !fixed; }
   bool wants_mirror() const;                  // validation of write/read needs a local mirror
+  bool has(Op op) const;
+  bool has_atomic() const;
   uint64_t local_area() const;                // per-thread source/destination area
   uint64_t local_bytes_per_thread() const;    // local_area + an echo slot for write latency
   std::string addressing() const;             // "fixed", "random-space", "thread-gap"
 };
+
+// Where endpoint `lane` of thread `thread` keeps its atomic counter in the server's region.
+uint64_t counter_offset(const RunSpec& s, int thread, int lane);
+constexpr int kMaxAtomicLanes = 8;  // counters of a thread's endpoints share its first 64 B
 
 struct Phase {
   Op op;

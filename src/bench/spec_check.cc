@@ -24,7 +24,7 @@ bool has_mode(const RunSpec& s, Mode m) { return std::find(s.modes.begin(), s.mo
 Status check(const RunSpec& s) { return first_problem(s).status; }
 
 SpecProblem first_problem(const RunSpec& s) {
-  if (s.ops.empty()) return broken({"op"}, "--op: give at least one of write, read, send");
+  if (s.ops.empty()) return broken({"op"}, "--op: give at least one of write, read, send, write-imm, send-imm, fadd, cswap");
   if (s.modes.empty()) return broken({"mode"}, "--mode: give bw, lat or bw,lat");
   if (s.sizes.empty()) return broken({"size"}, "--size: give at least one size, e.g. --size 64,4K");
   if (s.threads < 1 || s.threads > 256)
@@ -70,9 +70,11 @@ SpecProblem first_problem(const RunSpec& s) {
     if (has_mode(s, Mode::lat))
       return broken({"bidir", "mode"},
                     "--bidir with --mode lat: both directions stream, so it applies to --mode bw only");
-    if (has_op(s, Op::send))
-      return broken({"bidir", "op"},
-                    "--bidir with --op send: the reverse stream is one-sided; use --op write or read");
+    for (Op op : s.ops)
+      if (op != Op::write && op != Op::read)
+        return broken({"bidir", "op"},
+                      fmt::format("--bidir with --op {}: the reverse stream is a plain one-sided write or read; "
+                                  "use --op write or read", transport::op_name(op)));
     if (s.validate)
       return broken({"bidir", "validate"},
                     "--bidir with --validate: both streams write the same buffers; validate one direction at a time");
@@ -82,14 +84,23 @@ SpecProblem first_problem(const RunSpec& s) {
                                 "raise --random-space or --thread-gap", format_bytes(s.region_bytes() / uint64_t(s.threads)),
                                 format_bytes(s.max_size())));
   }
-  bool rma = has_op(s, Op::write) || has_op(s, Op::read);
+  bool rma = std::any_of(s.ops.begin(), s.ops.end(), is_rma);
   if (!rma && (s.random_space || s.thread_gap || s.fixed))
     return broken({"random-space", "thread-gap", "fixed", "op"},
-                  "--random-space/--thread-gap/--fixed choose remote targets of write and read; --op send has none");
-  if (s.random_space && has_op(s, Op::write) && has_mode(s, Mode::lat) && !s.fixed)
+                  fmt::format("--random-space/--thread-gap/--fixed choose remote targets of write and read; --op {} has none",
+                              transport::op_name(s.ops.front())));
+  if (s.random_space && (has_op(s, Op::write) || has_op(s, Op::write_imm)) && has_mode(s, Mode::lat) && !s.fixed)
     return broken({"random-space", "mode", "op", "fixed"},
-                  "--random-space with write latency: the peer detects a write by polling a fixed slot; "
+                  "--random-space with write latency: the peer answers each write from a fixed slot; "
                   "use --mode bw, --op read, or add --fixed");
+  if (s.event && has_op(s, Op::write) && has_mode(s, Mode::lat))
+    return broken({"event", "op", "mode"},
+                  "--event with --op write --mode lat: the target sees a plain write only by polling its memory, "
+                  "so it cannot sleep; use --op write-imm (the write brings a completion), or drop --event");
+  if (s.has_atomic() && s.eps_per_thread() > kMaxAtomicLanes)
+    return broken({"rails", "qps", "op"},
+                  fmt::format("--rails {} x --qps {} with atomics: each endpoint owns one 8-byte counter in its "
+                              "thread's first 64 B, so at most {} endpoints per thread", s.rails, s.qps, kMaxAtomicLanes));
   if (s.thread_gap && s.thread_gap % kAlign)
     return broken({"thread-gap"},
                   fmt::format("--thread-gap {}: must be a multiple of {} so targets stay {} aligned; try {}",
@@ -128,7 +139,7 @@ SpecProblem first_problem(const RunSpec& s) {
                   fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
                               "({}); drop --local-mr or raise it to {}",
                               format_bytes(s.local_mr), format_bytes(s.region_bytes()), format_bytes(s.region_bytes())));
-  if (s.local_mr && s.validate && has_op(s, Op::send) &&
+  if (s.local_mr && s.validate && std::any_of(s.ops.begin(), s.ops.end(), is_message) &&
       s.local_mr < uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))
     return broken({"local-mr", "validate", "op"},
                   fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
@@ -144,9 +155,18 @@ SpecProblem first_problem(const RunSpec& s) {
 
 Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string& name) {
   for (Op op : s.ops) {
-    bool ok = op == Op::write ? c.write : op == Op::read ? c.read : c.send;
+    if (is_atomic(op) && !c.atomics)
+      return {Errc::unsupported, fmt::format("--op {}: transport {} has no atomics (rdmabench --list shows which do)",
+                                             transport::op_name(op), name)};
+    if ((op == Op::write_imm || op == Op::send_imm) && !c.imm_data)
+      return {Errc::unsupported, fmt::format("--op {}: transport {} carries no immediate data (rdmabench --list shows "
+                                             "which do)", transport::op_name(op), name)};
+    bool ok = op == Op::write || op == Op::write_imm ? c.write : op == Op::read ? c.read : is_message(op) ? c.send : true;
     if (!ok) return {Errc::unsupported, fmt::format("--op {}: transport {} does not support it", transport::op_name(op), name)};
   }
+  if (s.event && !c.can_wait)
+    return {Errc::unsupported, fmt::format("--event: transport {} cannot wake a thread sleeping on its completions "
+                                           "(rdmabench --list shows which can); drop --event", name)};
   for (uint64_t size : s.sizes)
     if (c.max_msg && size > c.max_msg)
       return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", format_bytes(size), name,

@@ -34,7 +34,7 @@
 namespace rb::protocol {
 
 // Bumped whenever a message gains, loses or changes a field: peers must agree on it exactly.
-constexpr int kVersion = 2;
+constexpr int kVersion = 3;
 // The largest JSON frame either side accepts. A hello is the largest message (a run description
 // of a few KiB even with long size and CPU lists); anything claiming more is not a peer of ours.
 constexpr uint32_t kMaxMessageBytes = 64 * 1024;

@@ -35,7 +35,7 @@ json workload_json(const bench::Workload& w) {
           {"threads", w.threads}, {"cpus", w.cpus}, {"batch", w.batch}, {"depth", w.depth}, {"signal", w.signal},
           {"rails", w.rails}, {"qps", w.qps}, {"lazy", w.lazy}, {"bidir", w.bidir}, {"repeat", w.repeat},
           {"validate", w.validate}, {"inject", w.inject}, {"report_interval", w.report_interval},
-          {"cpu_util", w.cpu_util}, {"seed", w.seed}, {"timeout_s", w.timeout_s}};
+          {"cpu_util", w.cpu_util}, {"event", w.event}, {"seed", w.seed}, {"timeout_s", w.timeout_s}};
 }
 
 Status workload_from(const json& j, bench::Workload& w) {
@@ -70,6 +70,7 @@ Status workload_from(const json& j, bench::Workload& w) {
   w.inject = j.at("inject");
   w.report_interval = j.at("report_interval");
   w.cpu_util = j.at("cpu_util");
+  w.event = j.at("event");
   w.seed = j.at("seed");
   w.timeout_s = j.at("timeout_s");
   return {};

@@ -61,11 +61,31 @@ CAUGHT = [
          rf"thread 0: write #{NTH - 1} of 64 B came back wrong: byte 0 is"),
     case("lat-send-echo-corrupt", f"corrupt:send:{NTH}", "server", "send", "lat",
          rf"thread 0: send #{NTH - 1} of 64 B came back wrong: byte 0 is"),
+    # Atomics: the server checks each endpoint's counter against the ops the client counted, and
+    # the client checks that each cswap found what the one before it left.
+    case("fadd-drop", f"drop:fadd:{NTH}", "client", "fadd", "bw",
+         rf"endpoint 0: the counter holds {LAST - 1} after {LAST} fadd ops"),
+    case("fadd-duplicate", f"duplicate:fadd:{NTH}", "client", "fadd", "bw",
+         rf"endpoint 0: the counter holds {LAST + 1} after {LAST} fadd ops"),
+    case("cswap-duplicate", f"duplicate:cswap:{NTH}", "client", "cswap", "bw",
+         rf"thread 0: cswap #{NTH - 1} on endpoint 0 found {NTH} in the counter, expected {NTH - 1}"),
+    case("lat-fadd-drop", f"drop:fadd:{NTH}", "client", "fadd", "lat",
+         rf"thread 0: fadd #{NTH - 1} on endpoint 0 found {NTH - 2} in the counter, expected {NTH - 1}"),
+    # Immediate data: the target checks every immediate arrives, once, in order, and the payload.
+    case("write-imm-drop", f"drop:write-imm:{NTH}", "client", "write-imm", "bw",
+         rf"server thread 0: write-imm #{NTH - 1} on endpoint 0 carried immediate {NTH}, expected {NTH - 1}"),
+    case("write-imm-corrupt", f"corrupt:write-imm:{NTH}", "client", "write-imm", "bw",
+         rf"write of 64 B: {OFFSET} {LOST_OR_CORRUPTED}"),
+    case("send-imm-drop", f"drop:send-imm:{NTH}", "client", "send-imm", "bw",
+         rf"server thread 0: send-imm #{NTH - 1} carried immediate {NTH}, expected {NTH - 1}"),
+    case("lat-write-imm-echo-corrupt", f"corrupt:write-imm:{NTH}", "server", "write-imm", "lat",
+         rf"thread 0: write-imm #{NTH - 1} of 64 B came back wrong: byte 0 is"),
 ]
 
 
 def transports_for(op):
-    needs = ["peer_memory_readable"] + (["send"] if op == "send" else [])
+    needs = ["peer_memory_readable"] + (["send"] if op.startswith("send") else []) + \
+        (["atomics"] if op in ("fadd", "cswap") else []) + (["imm_data"] if op.endswith("-imm") else [])
     # ofi:tcp is left out to keep the file short: its data path is ofi's, as ofi:shm's is.
     return [t for t in listed_transports(*needs) if t in ("ofi:shm", "tcp", "dma:cpu")]
 
@@ -86,7 +106,7 @@ def pair(rdmabench, tmp_path, port, transport, fault, side, op, mode):
     try:
         wait_for_text(log, "listening")
         r = run([rdmabench, "--addr", f"127.0.0.1:{port}", "-t", transport, "--op", op, "--mode", mode] + COMMON +
-                (SPREAD if op != "send" and mode == "bw" else []), timeout=60, env=faulty if side == "client" else clean)
+                (SPREAD if op in ("write", "read", "write-imm") and mode == "bw" else []), timeout=60, env=faulty if side == "client" else clean)
         try:
             code = server.wait(timeout=20)
         except subprocess.TimeoutExpired:

@@ -101,9 +101,9 @@ def test_client_refuses_a_server_of_another_version(rdmabench, free_port):
 
 
 @pytest.mark.parametrize("payload, field", [
-    (b'{"type": "hello", "version": 2}', "software"),
+    (b'{"type": "hello", "version": 3}', "software"),
     (b'[1, 2, 3]', None),
-    (b'{"type": "hello", "version": 2, "software": "x", "rail_ips": [], "spec": {"threads": "many"}}', "spec"),
+    (b'{"type": "hello", "version": 3, "software": "x", "rail_ips": [], "spec": {"threads": "many"}}', "spec"),
     (b'{"type": "bye"}', None),
     (b'not json at all', None),
 ])

@@ -151,7 +151,18 @@ RunSpec small_spec(const Instance& inst) {
   return s;
 }
 
-bool supports(const transport::Caps& c, Op op) { return op == Op::write ? c.write : op == Op::read ? c.read : c.send; }
+bool supports(const transport::Caps& c, Op op) {
+  switch (op) {
+    case Op::write: return c.write;
+    case Op::read: return c.read;
+    case Op::send: return c.send;
+    case Op::write_imm: return c.write && c.imm_data;
+    case Op::send_imm: return c.send && c.imm_data;
+    case Op::fadd:
+    case Op::cswap: return c.atomics;
+    default: return false;
+  }
+}
 
 // The modes the caps allow for `op`: write latency needs a peer that sees writes land.
 std::vector<Mode> modes_for(const transport::Caps& c, Op op) {
@@ -215,12 +226,16 @@ class Runner : public ::testing::TestWithParam<Instance> {
   }
 
   // Every mode the caps allow of `op`, at both sizes, validated where the server can read its memory.
-  void run_op(Op op) {
+  void run_op(Op op, bool event = false) {
     if (!supports(caps_, op)) GTEST_SKIP() << GetParam().label() << " has no " << transport::op_name(op);
+    if (event && !caps_.can_wait) GTEST_SKIP() << GetParam().label() << " cannot wait";
     RunSpec spec = small_spec(GetParam());
     spec.ops = {op};
     spec.modes = modes_for(caps_, op);
+    if (event && op == Op::write) spec.modes = {Mode::bw};  // the target of a plain write cannot sleep
+    if (is_atomic(op)) spec.sizes = {transport::kAtomicBytes};
     spec.validate = caps_.peer_memory_readable;
+    spec.event = event;
     results_of_successful_run(spec);
   }
 
@@ -230,6 +245,15 @@ class Runner : public ::testing::TestWithParam<Instance> {
 TEST_P(Runner, WritePhases) { run_op(Op::write); }
 TEST_P(Runner, ReadPhases) { run_op(Op::read); }
 TEST_P(Runner, SendPhases) { run_op(Op::send); }
+TEST_P(Runner, WriteImmPhases) { run_op(Op::write_imm); }
+TEST_P(Runner, SendImmPhases) { run_op(Op::send_imm); }
+TEST_P(Runner, FetchAddPhases) { run_op(Op::fadd); }
+TEST_P(Runner, CompareSwapPhases) { run_op(Op::cswap); }
+TEST_P(Runner, EventWritePhases) { run_op(Op::write, true); }
+TEST_P(Runner, EventReadPhases) { run_op(Op::read, true); }
+TEST_P(Runner, EventSendPhases) { run_op(Op::send, true); }
+TEST_P(Runner, EventWriteImmPhases) { run_op(Op::write_imm, true); }
+TEST_P(Runner, EventAtomicPhases) { run_op(Op::fadd, true); }
 
 INSTANTIATE_TEST_SUITE_P(Registry, Runner, ::testing::ValuesIn(transport::registry_instances()),
                          [](const auto& info) { return transport::instance_test_name(info.param); });

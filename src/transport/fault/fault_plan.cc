@@ -10,18 +10,22 @@ namespace {
 
 constexpr Kind kKinds[] = {Kind::corrupt, Kind::misplace, Kind::drop, Kind::duplicate, Kind::truncate};
 constexpr const char* kForm =
-    "give KIND:OP:NTH (KIND corrupt, misplace, drop, duplicate or truncate; OP write, read or send; NTH from 1), "
+    "give KIND:OP:NTH (KIND corrupt, misplace, drop, duplicate or truncate; OP write, read, send, write-imm, "
+    "send-imm, fadd or cswap; NTH from 1), "
     "e.g. corrupt:write:5, or unset it";
 
-// The ops each kind has a meaning for: misplacing needs a remote offset, and a read has no
-// payload of its own to drop, duplicate or cut short.
+// The ops each kind has a meaning for: misplacing needs a remote offset, a read has no payload
+// of its own to drop, duplicate or cut short, and an atomic has no payload to damage but can be
+// lost or applied twice.
 bool applies(Kind k, Op op) {
+  bool atomic = op == Op::fadd || op == Op::cswap;
+  bool payload = op == Op::write || op == Op::send || op == Op::write_imm || op == Op::send_imm;
   switch (k) {
-    case Kind::corrupt: return op == Op::write || op == Op::read || op == Op::send;
-    case Kind::misplace: return op == Op::write || op == Op::read;
+    case Kind::corrupt: return payload || op == Op::read;
+    case Kind::misplace: return op == Op::write || op == Op::read || op == Op::write_imm;
     case Kind::drop:
-    case Kind::duplicate:
-    case Kind::truncate: return op == Op::write || op == Op::send;
+    case Kind::duplicate: return payload || atomic;
+    case Kind::truncate: return payload;
   }
   return false;
 }
@@ -31,7 +35,7 @@ Status bad(const std::string& text, const std::string& why) {
 }
 
 std::optional<Op> parse_op(const std::string& s) {
-  for (Op op : {Op::write, Op::read, Op::send})
+  for (Op op : {Op::write, Op::read, Op::send, Op::write_imm, Op::send_imm, Op::fadd, Op::cswap})
     if (s == op_name(op)) return op;
   return std::nullopt;
 }
