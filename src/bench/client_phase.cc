@@ -40,6 +40,8 @@ class ClientPhase {
       workers_.join([&] { return why_stopped(); });
       st = first_failure(ts_, [](size_t) { return true; });
       if (!st) return st;
+      if (s_.validate && ph_.op == Op::write && !interrupted_) st = check_reverse_writes();
+      if (!st) return st;
     }
     result = figures(outcome.value());
     return {};
@@ -66,6 +68,32 @@ class ClientPhase {
       else
         in_pieces(per_thread, [&](uint64_t off, uint64_t n) { std::memset(area + off, 0, n); }, alive);
     }
+    if (bidir_ && s_.validate) prepare_landing();
+  }
+
+  uint8_t* landing(int t) const { return static_cast<uint8_t*>(e_.session.memory->data()) + s_.reverse_landing(t); }
+
+  // --bidir --validate: the server's reads find the pattern in our landing slots; its writes
+  // start from zero there.
+  void prepare_landing() {
+    for (int t = 0; t < s_.threads; ++t) {
+      if (ph_.op == Op::read) fill_pattern(landing(t), ph_.size, pc_.seed, s_.reverse_pattern_offset(t));
+      else std::memset(landing(t), 0, ph_.size);
+    }
+  }
+
+  // Every write of the server's stream carried the same bytes to the same slot: they must be there.
+  Status check_reverse_writes() {
+    for (int t = 0; t < s_.threads; ++t) {
+      const uint8_t* p = landing(t);
+      uint64_t base = s_.reverse_pattern_offset(t);
+      size_t bad = check_pattern(p, ph_.size, pc_.seed, base);
+      if (bad != ph_.size)
+        return {Errc::validation, fmt::format("the server's reverse write of {} B into thread {}'s buffer: byte {} is "
+                                              "{:#04x}, expected {:#04x}", ph_.size, t, bad, p[bad],
+                                              pattern_byte(pc_.seed, base + bad))};
+    }
+    return {};
   }
 
   Status start_on_server() {

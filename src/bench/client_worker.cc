@@ -132,7 +132,7 @@ class ClientLoop {
       l.offs[seq & mask_] = off;
       // With --validate the local area mirrors the remote region, so source and destination share offsets.
       w.local_off = t_.area_off + (s_.wants_mirror() ? off : (seq % local_slots_) * align_up(size_) % s_.local_area());
-      w.remote_off = off;
+      w.remote_off = off + pc_.remote_base;
       if (s_.validate && (op == Op::write || op == Op::write_imm)) {
         w.flags = flags | wr_flag::delivery;
         mark_coverage(off);

@@ -113,41 +113,65 @@ class ServePhase {
     slots_ = ph_.mode == Mode::lat ? 2 : rx_slots_for(s_, ph_.size, caps_);  // per endpoint
     if (is_message(ph_.op)) return prepare_receive_ring();
     ts_ = thread_states(e_.session, s_.threads, session_mrs(e_.session), [](int) { return uint64_t(0); });
-    if (bidir_) prepare_reverse_stream();
+    if (bidir_) return prepare_reverse_stream();
     return {};
   }
 
   // Send phases get a receive ring of their own, registered in every domain for this phase only.
   Status prepare_receive_ring() {
     const uint64_t per_thread = uint64_t(s_.eps_per_thread()) * slots_ * align_up(ph_.size);
-    auto mem = e_.session.domain().allocate(uint64_t(s_.threads) * per_thread);
+    Status st = allocate_ring(uint64_t(s_.threads) * per_thread);
+    if (!st) return st;
+    ts_ = thread_states(e_.session, s_.threads, ring_in_domain_, [&](int t) { return uint64_t(t) * per_thread; });
+    return {};
+  }
+
+  // Memory for this phase only (a receive ring, or a validated reverse stream's buffers).
+  Status allocate_ring(uint64_t bytes) {
+    auto mem = e_.session.domain().allocate(bytes);
     if (!mem) return mem.status();
     ring_ = std::move(mem.value());
-    std::vector<const transport::MemoryRegion*> in_domain;
     for (auto& d : e_.session.domains) {
       auto r = d->register_memory(ring_->data(), ring_->size());
       if (!r) return r.status();
       ring_mrs_.push_back(std::move(r.value()));
-      in_domain.push_back(ring_mrs_.back().get());
+      ring_in_domain_.push_back(ring_mrs_.back().get());
     }
-    ts_ = thread_states(e_.session, s_.threads, in_domain, [&](int t) { return uint64_t(t) * per_thread; });
     return {};
   }
 
-  // --bidir: instead of waiting passively, each thread streams the same op back at the client:
-  // from its slice of our region to the start of its client thread's buffers.
-  void prepare_reverse_stream() {
+  // --bidir: instead of waiting passively, each thread streams the same op back at the client,
+  // into its client thread's landing slot (RunSpec::reverse_landing). Unvalidated, it streams
+  // from its slice of our region; validated, from memory of its own, so that neither stream
+  // touches the other's bytes and each direction is checked on its own region.
+  Status prepare_reverse_stream() {
     const uint64_t slice = s_.region_bytes() / uint64_t(s_.threads) / kAlign * kAlign;
     reverse_ = s_;
     reverse_.random_space = 0;
     reverse_.fixed = true;
     reverse_.thread_gap = s_.local_bytes_per_thread();  // the client's per-thread buffers
-    reverse_.local_mr = slice;
-    reverse_.validate = false;
+    reverse_.local_mr = s_.validate ? 0 : slice;
     reverse_.cpus = e_.cpus;
     pc_.spec = &reverse_;
     pc_.release = &release_;
-    for (auto& t : ts_) t->area_off = uint64_t(t->index) * slice;
+    pc_.remote_base = align_up(s_.local_area());
+    if (!s_.validate) {
+      for (auto& t : ts_) t->area_off = uint64_t(t->index) * slice;
+      return {};
+    }
+    const uint64_t per_thread = reverse_.local_bytes_per_thread();
+    Status st = allocate_ring(uint64_t(s_.threads) * per_thread);
+    if (!st) return st;
+    ts_ = thread_states(e_.session, s_.threads, ring_in_domain_, [&](int t) { return uint64_t(t) * per_thread; });
+    for (auto& t : ts_) {
+      uint8_t* area = t->area();
+      // As a validating client does: a write's source mirrors the target's pattern; reads are checked as they land.
+      if (ph_.op == Op::write) {
+        in_pieces(reverse_.region_bytes(), [&](uint64_t off, uint64_t n) { fill_pattern(area + off, n, seed_, off); }, alive());
+        t->coverage.assign(reverse_.region_bytes() / kAlign + 1, kCoverNone);
+      }
+    }
+    return {};
   }
 
   void spawn_workers() {
@@ -281,6 +305,7 @@ class ServePhase {
   uint32_t slots_ = 2;
   std::unique_ptr<transport::HostMemory> ring_;
   std::vector<std::unique_ptr<transport::MemoryRegion>> ring_mrs_;
+  std::vector<const transport::MemoryRegion*> ring_in_domain_;
   std::vector<uint8_t> coverage_;
   std::atomic<bool> abort_{false}, release_{false};
   PhaseContext pc_;

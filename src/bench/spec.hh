@@ -83,6 +83,10 @@ struct RunSpec : Workload, Addressing {
   bool has_atomic() const;
   uint64_t local_area() const;                // per-thread source/destination area
   uint64_t local_bytes_per_thread() const;    // local_area + an echo slot for write latency
+  // --bidir: the server's stream lands in thread t's echo slot (unused by a stream), where
+  // --validate keys its pattern to the offset reverse_pattern_offset(t).
+  uint64_t reverse_landing(int t) const { return uint64_t(t) * local_bytes_per_thread() + align_up(local_area()); }
+  uint64_t reverse_pattern_offset(int t) const { return uint64_t(t) * local_bytes_per_thread(); }
   std::string addressing() const;             // "fixed", "random-space", "thread-gap"
 };
 

@@ -75,9 +75,6 @@ SpecProblem first_problem(const RunSpec& s) {
         return broken({"bidir", "op"},
                       fmt::format("--bidir with --op {}: the reverse stream is a plain one-sided write or read; "
                                   "use --op write or read", transport::op_name(op)));
-    if (s.validate)
-      return broken({"bidir", "validate"},
-                    "--bidir with --validate: both streams write the same buffers; validate one direction at a time");
     if (s.region_bytes() / uint64_t(s.threads) / kAlign * kAlign < align_up(s.max_size()))
       return broken({"bidir", "size", "random-space", "thread-gap"},
                     fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "

@@ -54,6 +54,7 @@ struct PhaseContext {
   uint64_t inject_max = 0;
   bool target_progress = true;         // the passive side must poll for data to move
   bool yield_to_engine = false;        // a copy-engine thread of ours needs a core while we wait
+  uint64_t remote_base = 0;            // added to every remote offset (--bidir: the client's landing slots)
   // --bidir: after its own stream a thread keeps polling (the peer's stream may need our progress)
   // until `release` is set; `done` is raised when the stream itself has finished.
   std::atomic<bool>* release = nullptr;             // latency ops up to this size go inline, without a completion

@@ -94,7 +94,7 @@ def with_transports(cases):
     return [pytest.param(*c.values, t, id=f"{c.id}-{t}") for c in cases for t in transports_for(c.values[2])]
 
 
-def pair(rdmabench, tmp_path, port, transport, fault, side, op, mode):
+def pair(rdmabench, tmp_path, port, transport, fault, side, op, mode, extra=()):
     """A server and a validating client, the fault in `side`'s environment only. Returns the
     client's result and the server's exit code (None if it did not exit) and stderr."""
     clean = {k: v for k, v in os.environ.items() if k != "RDMABENCH_FAULT"}
@@ -106,7 +106,7 @@ def pair(rdmabench, tmp_path, port, transport, fault, side, op, mode):
     try:
         wait_for_text(log, "listening")
         r = run([rdmabench, "--addr", f"127.0.0.1:{port}", "-t", transport, "--op", op, "--mode", mode] + COMMON +
-                (SPREAD if op in ("write", "read", "write-imm") and mode == "bw" else []), timeout=60, env=faulty if side == "client" else clean)
+                (SPREAD if op in ("write", "read", "write-imm") and mode == "bw" else []) + list(extra), timeout=60, env=faulty if side == "client" else clean)
         try:
             code = server.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -148,3 +148,26 @@ def test_a_malformed_fault_is_refused_before_anything_starts(rdmabench, free_por
     assert len(lines) == 1, r.stderr
     assert "RDMABENCH_FAULT='corrupt:wrte:5': 'wrte' is not an op" in lines[0]
     assert "give KIND:OP:NTH" in lines[0]
+
+
+# --bidir --validate: each direction is checked on its own region. The server's own stream, faulted
+# in the server, is caught by the client (writes landing in its buffers) or by the server (reads).
+@pytest.mark.parametrize("op, expect", [
+    ("write", r"the server's reverse write of 64 B into thread 0's buffer: byte 0 is"),
+    ("read", rf"server: thread 0: read #\d+ of 64 B at remote offset 0x[0-9a-f]+: byte 0 is"),
+])
+@pytest.mark.parametrize("transport", [t for t in listed_transports("peer_memory_readable") if t in ("ofi:shm", "tcp")])
+def test_bidir_reverse_stream_fault_is_caught(rdmabench, tmp_path, free_port, transport, op, expect):
+    r, server_code, server_err = pair(rdmabench, tmp_path, free_port, transport, f"corrupt:{op}:{NTH}", "server", op, "bw",
+                                      extra=["--bidir"])
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    errors = [l for l in r.stderr.splitlines() if l.startswith("rdmabench: error:")]
+    assert len(errors) == 1 and re.search(expect, errors[0]), r.stderr
+
+
+@pytest.mark.parametrize("transport", [t for t in listed_transports("peer_memory_readable") if t in ("ofi:shm", "tcp")])
+def test_bidir_validated_clean_run_passes(rdmabench, tmp_path, free_port, transport):
+    r = run([rdmabench, "--loopback", "-t", transport, "--op", "write,read", "--bidir", "--validate", "--threads", "2",
+             "--size", "64,64K", "--iters", "200", "--random-space", "1M"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("reverse (server to client)") == 4

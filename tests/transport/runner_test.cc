@@ -310,6 +310,18 @@ TEST(RunnerPaths, BidirReportsTheServersStream) {
   }
 }
 
+// --bidir --validate: each direction checked on its own region, both clean.
+TEST(RunnerPaths, BidirValidatesBothDirections) {
+  RunSpec spec = small_spec(kInproc);
+  spec.ops = {Op::write, Op::read};
+  spec.modes = {Mode::bw};
+  spec.sizes = {64, 4096};
+  spec.threads = 2;
+  spec.bidir = true;
+  spec.validate = true;
+  for (const PhaseResult& r : results_of_successful_run(spec)) EXPECT_EQ(r.reverse.iterations, 2 * kIters);
+}
+
 // A server stopped mid-phase says so, and the client fails with its reason instead of waiting.
 TEST(RunnerFailure, ServerStoppedMidPhaseFailsTheClient) {
   RunSpec spec = small_spec(kInproc);
