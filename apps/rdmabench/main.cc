@@ -84,6 +84,13 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", job.status().message());
       return 2;
     }
+    rb::app::UsableHere usable;
+    for (size_t i = 0; i < job->runs.size(); ++i)
+      if (rb::Status st = usable.check(job->runs[i].cmd.spec); !st) {
+        fmt::print(stderr, "{}: run {} of {} ({}): {}\n", job->path, i + 1, job->runs.size(),
+                   rb::app::join_args(job->runs[i].args), st.message());
+        return 2;
+      }
     SignalWatcher signals;
     rb::Status st = rb::app::run_job(*job, signals.stop());
     if (st.is_ok()) return 0;

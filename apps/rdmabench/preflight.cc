@@ -17,16 +17,13 @@ bool names_instance(const transport::Selection& chosen, const std::string& insta
 
 Status refused(std::string message) { return {Errc::invalid_argument, std::move(message)}; }
 
-}  // namespace
-
-Status check_usable_here(const bench::RunSpec& spec) {
+// The verdict on `spec` given its transport's instances here.
+Status judge(const bench::RunSpec& spec, const std::vector<transport::Availability>& instances) {
   const transport::Selection& chosen = spec.transport;
-  const transport::TransportEntry* entry = transport::find_transport(chosen.name);
-  if (!entry || !entry->probe) return {};  // check_selection has named an unknown one already
   std::string why_not;
   Status cannot_do;
   bool usable = false;
-  for (const auto& instance : entry->probe()) {
+  for (const auto& instance : instances) {
     if (!names_instance(chosen, instance.name)) continue;
     if (!instance.usable) {
       if (why_not.empty()) why_not = instance.detail;
@@ -41,6 +38,18 @@ Status check_usable_here(const bench::RunSpec& spec) {
   if (usable) return refused(fmt::format("-t {}: {}", chosen.label(), cannot_do.message()));
   return refused(fmt::format("-t {}: not usable here ({}); rdmabench --list shows what is", chosen.label(),
                              why_not.empty() ? "no such instance" : why_not));
+}
+
+}  // namespace
+
+Status check_usable_here(const bench::RunSpec& spec) { return UsableHere().check(spec); }
+
+Status UsableHere::check(const bench::RunSpec& spec) {
+  const transport::TransportEntry* entry = transport::find_transport(spec.transport.name);
+  if (!entry || !entry->probe) return {};  // check_selection has named an unknown one already
+  auto it = probed_.find(entry->name);
+  if (it == probed_.end()) it = probed_.emplace(entry->name, entry->probe()).first;
+  return judge(spec, it->second);
 }
 
 }  // namespace rb::app

@@ -1,5 +1,6 @@
 """rdmabench --job: a TOML matrix run on loopback over shm into one JSON Lines file, and job files
 with mistakes rejected, with one FILE:LINE line, before any run starts."""
+import os
 import json
 import re
 from pathlib import Path
@@ -66,22 +67,47 @@ def test_command_line_flags_replace_defaults(rdmabench, tmp_path):
     assert all(x["size"] == 128 and x["results"]["iterations"] == 100 for x in recs)
 
 
-def test_a_run_the_provider_rejects_does_not_stop_the_job(rdmabench, tmp_path):
-    # Only the opened provider knows its queue limit, so this fails at run time, not before.
+def test_a_failed_run_does_not_stop_the_job(rdmabench, tmp_path):
+    # The second run's data goes wrong (a fault in its sends), which only the run itself can find.
     out = tmp_path / "r.jsonl"
     job = write_job(tmp_path, f"""
 [defaults]
 transport = "ofi:shm"
 iters = 100
+validate = true
 json = "{out}"
 [matrix]
-depth = [8, 100000, 16]
+op = ["write", "send", "read"]
 """)
-    r = run([rdmabench, "--job", str(job)], timeout=60)
+    r = run([rdmabench, "--job", str(job)], timeout=60, env=dict(os.environ, RDMABENCH_FAULT="corrupt:send:5"))
     assert r.returncode == 1, r.stderr
-    assert "[2/3] failed: --depth 100000" in r.stderr
+    assert re.search(r"\[2/3\] failed: server: server thread 0: send #4 of 65536 B: byte 0 is", r.stderr), r.stderr
     assert "1 of 3 runs failed (run 2)" in r.stderr.splitlines()[-1]
     assert [x["job"]["run"] for x in load(out)] == [1, 3]
+
+
+def test_a_run_this_machine_cannot_do_is_refused_before_the_first_starts(rdmabench, tmp_path):
+    out = tmp_path / "r.jsonl"
+    job = write_job(tmp_path, f"""
+[defaults]
+size = "64"
+iters = 100
+json = "{out}"
+[[run]]
+transport = "tcp"
+[[run]]
+transport = "dma:cpu"
+op = "send"
+""")
+    r = run([rdmabench, "--job", str(job)], timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert "run 2 of 2" in r.stderr and "-t dma:cpu: --op send" in r.stderr
+    assert not out.exists()  # not even the first run started
+    # A queue deeper than the provider's is known from its probe, before anything starts too.
+    job = write_job(tmp_path, f"[defaults]\ntransport = \"ofi:shm\"\njson = \"{out}\"\n[matrix]\ndepth = [8, 100000]\n")
+    r = run([rdmabench, "--job", str(job)], timeout=30)
+    assert r.returncode == 2 and "run 2 of 2" in r.stderr and "--depth 100000" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("body,line,key", [
