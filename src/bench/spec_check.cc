@@ -78,8 +78,8 @@ SpecProblem first_problem(const RunSpec& s) {
     if (s.region_bytes() / uint64_t(s.threads) / kAlign * kAlign < align_up(s.max_size()))
       return broken({"bidir", "size", "random-space", "thread-gap"},
                     fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "
-                                "raise --random-space or --thread-gap", format_bytes(s.region_bytes() / uint64_t(s.threads)),
-                                format_bytes(s.max_size())));
+                                "raise --random-space or --thread-gap", bytes_with_unit(s.region_bytes() / uint64_t(s.threads)),
+                                bytes_with_unit(s.max_size())));
   }
   bool rma = std::any_of(s.ops.begin(), s.ops.end(), is_rma);
   if (!rma && (s.random_space || s.thread_gap || s.fixed))
@@ -111,36 +111,36 @@ SpecProblem first_problem(const RunSpec& s) {
   for (uint64_t size : s.sizes) {
     if (size > (1ull << 31))
       return broken({"size"},
-                    fmt::format("--size {}: larger than 2 GiB per op; use a smaller size", format_bytes(size)));
+                    fmt::format("--size {}: larger than 2 GiB per op; use a smaller size", bytes_with_unit(size)));
     if (s.random_space && size > s.random_space)
       return broken({"size", "random-space"},
                     fmt::format("--size {} > --random-space {}: payload must fit the random region; raise --random-space",
-                                format_bytes(size), format_bytes(s.random_space)));
+                                bytes_with_unit(size), bytes_with_unit(s.random_space)));
     if (s.thread_gap && size > s.thread_gap)
       return broken({"size", "thread-gap"},
                     fmt::format("--size {} > --thread-gap {}: payload must fit a thread's slice; raise --thread-gap to {}",
-                                format_bytes(size), format_bytes(s.thread_gap), format_bytes(align_up(size))));
+                                bytes_with_unit(size), bytes_with_unit(s.thread_gap), format_bytes(align_up(size))));
     if (s.local_mr && uint64_t(s.batch) * size > s.local_mr)
       return broken({"batch", "size", "local-mr"},
                     fmt::format("--batch {} x --size {} > --local-mr {}: a batch needs its own local buffers; raise --local-mr to {}",
-                                s.batch, format_bytes(size), format_bytes(s.local_mr), format_bytes(uint64_t(s.batch) * size)));
+                                s.batch, bytes_with_unit(size), bytes_with_unit(s.local_mr), format_bytes(uint64_t(s.batch) * size)));
   }
   if (s.random_space && (s.thread_gap || s.fixed) && uint64_t(s.threads) * s.gap() > s.random_space)
     return broken({"threads", "thread-gap", "random-space"},
                   fmt::format("--threads {} x --thread-gap {} > --random-space {}: every thread's slice must fit the region; "
                               "raise --random-space to {} or lower --thread-gap",
-                              s.threads, format_bytes(s.gap()), format_bytes(s.random_space),
+                              s.threads, bytes_with_unit(s.gap()), bytes_with_unit(s.random_space),
                               format_bytes(uint64_t(s.threads) * s.gap())));
   if (s.local_mr && s.wants_mirror() && s.local_mr < s.region_bytes())
     return broken({"local-mr", "validate"},
                   fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
                               "({}); drop --local-mr or raise it to {}",
-                              format_bytes(s.local_mr), format_bytes(s.region_bytes()), format_bytes(s.region_bytes())));
+                              bytes_with_unit(s.local_mr), bytes_with_unit(s.region_bytes()), format_bytes(s.region_bytes())));
   if (s.local_mr && s.validate && std::any_of(s.ops.begin(), s.ops.end(), is_message) &&
       s.local_mr < uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))
     return broken({"local-mr", "validate", "op"},
                   fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
-                              "drop --local-mr or raise it to {}", format_bytes(s.local_mr),
+                              "drop --local-mr or raise it to {}", bytes_with_unit(s.local_mr),
                               format_bytes(uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))));
   uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
   if (total > (16ull << 30))
@@ -166,8 +166,8 @@ Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string&
                                            "(rdmabench --list shows which can); drop --event", name)};
   for (uint64_t size : s.sizes)
     if (c.max_msg && size > c.max_msg)
-      return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", format_bytes(size), name,
-                             format_bytes(c.max_msg)));
+      return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", bytes_with_unit(size), name,
+                             bytes_with_unit(c.max_msg)));
   if (s.validate && !c.peer_memory_readable)
     return {Errc::unsupported, fmt::format("--validate: {} moves data where the server cannot check it; "
                                            "validate with another transport (e.g. dma:cpu)", name)};

@@ -103,7 +103,7 @@ def test_size_above_the_per_op_limit(rdmabench):
     # one; a provider's max_msg is checked by check_caps, tested in spec_check_test).
     r = run([rdmabench, "-t", "ofi:shm", "--size", "4G"], timeout=20)
     assert r.returncode == 2
-    assert r.stderr.strip() == "rdmabench: error: --size 4G: larger than 2 GiB per op; use a smaller size"
+    assert r.stderr.strip() == "rdmabench: error: --size 4 GiB: larger than 2 GiB per op; use a smaller size"
 
 
 def test_no_server(rdmabench, free_port):

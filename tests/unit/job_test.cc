@@ -217,7 +217,7 @@ TEST(Job, RulesBetweenFlagsNameTheKeyThatSetTheFlag) {
   EXPECT_EQ(m.rfind("job.toml:5: key 'batch-size': --batch 4 with --mode lat: ", 0), 0u) << m;
   EXPECT_NE(m.find("(run 2 of 2: --batch 4 --json r.jsonl --mode lat)"), std::string::npos) << m;
   m = error_of("[defaults]\njson = \"r.jsonl\"\nrandom-space = \"4K\"\npayload = \"8K\"\n");
-  EXPECT_EQ(m.rfind("job.toml:4: key 'payload': --size 8K > --random-space 4K: ", 0), 0u) << m;
+  EXPECT_EQ(m.rfind("job.toml:4: key 'payload': --size 8 KiB > --random-space 4 KiB: ", 0), 0u) << m;
 
   // The rule's first flag set only by the file: the file's key, though --mode came from the command line.
   m = error_of("[defaults]\njson = \"r.jsonl\"\ndepth = 8\n", {{"mode", "lat", false}});
