@@ -27,17 +27,18 @@ bool FrameWriter::flush(std::vector<OutFrame>& sent) {
     size_t packed = 0;
     for (uint64_t i = head_; !skip && i != tail_; ++i) {
       const OutFrame& f = q_[i];
-      size_t len = sizeof(Header) + (f.payload ? f.payload_len : 0);
+      size_t hl = head_bytes(f.hdr);
+      size_t len = hl + (f.payload ? f.payload_len : 0);
       if (len > kPackMax || packed + len > scratch_.size()) break;
-      std::memcpy(scratch_.data() + packed, &f.hdr, sizeof(Header));
-      if (f.payload && f.payload_len) std::memcpy(scratch_.data() + packed + sizeof(Header), f.payload, f.payload_len);
+      std::memcpy(scratch_.data() + packed, f.head(), hl);
+      if (f.payload && f.payload_len) std::memcpy(scratch_.data() + packed + hl, f.payload, f.payload_len);
       packed += len;
     }
     if (packed) iov_.push_back({scratch_.data(), packed});
     for (uint64_t i = head_; !packed && i != tail_ && iov_.size() + 2 <= kMaxIov; ++i) {
       OutFrame& f = q_[i];
-      size_t hl = sizeof(Header);
-      if (skip < hl) iov_.push_back({reinterpret_cast<uint8_t*>(&f.hdr) + skip, hl - skip});
+      size_t hl = head_bytes(f.hdr);
+      if (skip < hl) iov_.push_back({const_cast<uint8_t*>(f.head()) + skip, hl - skip});
       size_t pskip = skip > hl ? skip - hl : 0;
       if (f.payload && f.payload_len > pskip)
         iov_.push_back({const_cast<uint8_t*>(f.payload) + pskip, f.payload_len - pskip});
@@ -51,7 +52,7 @@ bool FrameWriter::flush(std::vector<OutFrame>& sent) {
     size_t left = size_t(w);
     while (left && head_ != tail_) {
       OutFrame& f = q_[head_];
-      size_t total = sizeof(Header) + (f.payload ? f.payload_len : 0);
+      size_t total = head_bytes(f.hdr) + (f.payload ? f.payload_len : 0);
       size_t need = total - done_in_head_;
       if (left >= need) {
         left -= need;

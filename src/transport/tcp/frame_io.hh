@@ -5,6 +5,7 @@
 // destination. Neither allocates after construction.
 #include <sys/uio.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,10 +16,14 @@ namespace rb::transport::tcp {
 
 struct OutFrame {
   Header hdr;
+  Extension ext;           // only its first extension_bytes(hdr) go on the wire
   const uint8_t* payload;  // null when the frame has none
   uint32_t payload_len;
   bool notify;             // report when fully sent (FrameWriter::flush's `sent` list)
+  // The header and its extension, contiguous: what goes on the wire before the payload.
+  const uint8_t* head() const { return reinterpret_cast<const uint8_t*>(this); }
 };
+static_assert(offsetof(OutFrame, hdr) == 0 && offsetof(OutFrame, ext) == sizeof(Header));
 
 class FrameWriter {
  public:

@@ -37,6 +37,9 @@ Caps tcp_caps() {
   c.peer_sees_writes = c.peer_memory_readable = true;  // writes land in the target's registered memory
   c.checks_bounds = true;
   c.checks_keys = true;  // the target looks the key up in its own region table
+  c.atomics = true;      // the target's endpoint applies them with atomic_ref on its region
+  c.imm_data = true;     // the immediate rides in the frame's header extension
+  c.can_wait = true;     // every completion arrives through the one socket arm_wait hands out
   return c;
 }
 
@@ -53,7 +56,6 @@ class TcpDomain final : public Domain {
     return std::unique_ptr<MemoryRegion>(new TcpMr(regions_, addr, len));
   }
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
-    if (o.event && !caps_.can_wait) return Status(Errc::unsupported, "tcp: no event endpoints yet");
     return open_tcp_endpoint(regions_, ip_, so_, std::max<uint32_t>(o.depth, 64));
   }
 

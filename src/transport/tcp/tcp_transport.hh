@@ -1,9 +1,9 @@
 #pragma once
 // Kernel TCP as a transport: the RDMA-vs-TCP baseline from the same tool. SEND/RECV are framed
 // messages; WRITE and READ are requests the target's endpoint applies to, or serves from, its
-// registered region (keys and bounds checked), so addressing and validation work as over ofi.
-// Each endpoint is one connection per direction: its own requests go out on the connection it
-// opened, the peer's requests arrive on the one it accepted.
+// registered region (keys and bounds checked), so addressing and validation work as over ofi;
+// fadd/cswap are requests it applies atomically and answers with the old value. Each endpoint
+// pair shares one connection that carries both directions, and arm_wait sleeps on its socket.
 #include "transport/registry.hh"
 
 namespace rb::transport::tcp {
