@@ -15,9 +15,10 @@ struct InfoDeleter {
 };
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 
-// Hints for RDM endpoints that can SEND/RECV, WRITE and READ.
-InfoPtr make_hints(const std::string& provider);
-// All fi_info entries matching the hints (empty list and a reason on failure).
+// Hints for RDM endpoints that can SEND/RECV, WRITE and READ, and whatever `extra_caps` adds.
+InfoPtr make_hints(const std::string& provider, uint64_t extra_caps = 0);
+// All fi_info entries matching the hints, with FI_ATOMIC where the provider offers it (empty
+// list and a reason on failure).
 Result<InfoPtr> query(const std::string& provider, std::string* why = nullptr);
 std::string describe(const fi_info* info);
 std::string fi_error(int rc);
