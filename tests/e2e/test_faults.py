@@ -105,7 +105,8 @@ def pair(rdmabench, tmp_path, port, transport, fault, side, op, mode, extra=()):
                                   env=faulty if side == "server" else clean)
     try:
         wait_for_text(log, "listening")
-        r = run([rdmabench, "--addr", f"127.0.0.1:{port}", "-t", transport, "--op", op, "--mode", mode] + COMMON +
+        common = COMMON if op not in ("fadd", "cswap") else [a if a != "64" else "8" for a in COMMON]  # atomics are 8 B
+        r = run([rdmabench, "--addr", f"127.0.0.1:{port}", "-t", transport, "--op", op, "--mode", mode] + common +
                 (SPREAD if op in ("write", "read", "write-imm") and mode == "bw" else []) + list(extra), timeout=60, env=faulty if side == "client" else clean)
         try:
             code = server.wait(timeout=20)

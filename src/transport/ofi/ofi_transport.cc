@@ -386,8 +386,8 @@ class OfiEp final : public Endpoint {
 // What a provider's fi_info promises. No bounds checks claimed: shm's CMA path checks neither
 // keys nor bounds (docs/transports.md), and rdmabench never relies on a provider for protection.
 // Atomics as fi_info lists them; an open domain also asks which ops and types (offers_atomics).
-// can_wait stays false: only an open domain can try a CQ with a wait object (cq_takes_wait_fd),
-// so probe() (--list) leaves it out.
+// can_wait stays false: only an open domain can try a CQ with a wait object (cq_takes_wait_fd);
+// domain_caps() adds what an open domain says.
 Caps caps_of(const fi_info* i) {
   Caps c;
   c.write = c.read = c.send = true;
@@ -549,6 +549,21 @@ Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt) {
   return std::unique_ptr<Domain>(new OfiDomain(std::move(f)));
 }
 
+// caps_of() completed by an open domain of `info`: which atomics it has and whether its CQ can wake
+// a sleeper. --list and the pre-run check need these too, or they would refuse --event and
+// claim atomics a provider lacks. Falls back to the fi_info promise when the domain will not open.
+static Caps domain_caps(const fi_info* info) {
+  Caps c = caps_of(info);
+  Fabric f;
+  f.info.reset(fi_dupinfo(info));
+  if (!f.info || fi_fabric(f.info->fabric_attr, &f.fabric, nullptr) != 0 ||
+      fi_domain(f.fabric, f.info.get(), &f.domain, nullptr) != 0)
+    return c;
+  c.atomics = c.atomics && offers_atomics(f.domain);
+  c.can_wait = cq_takes_wait_fd(f.domain);
+  return c;
+}
+
 std::vector<Availability> probe() {
   std::vector<Availability> out;
   std::set<std::string> seen_layers;
@@ -558,7 +573,7 @@ std::vector<Availability> probe() {
     for (auto* i = all->get(); i; i = i->next) first.emplace(std::pair{i->fabric_attr->prov_name, i->domain_attr->name}, i);
     for (auto& [key, info] : first) {
       const std::string& name = key.first;
-      out.push_back({"ofi:" + name, true, describe(info), caps_of(info)});
+      out.push_back({"ofi:" + name, true, describe(info), domain_caps(info)});
       size_t p = 0;
       while (p <= name.size()) {
         size_t e = name.find(';', p);
