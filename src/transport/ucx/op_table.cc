@@ -11,45 +11,21 @@ OpTable::OpTable(uint32_t slots) : slots_(slots), free_(slots), ready_(slots), n
   }
 }
 
-Slot* OpTable::acquire(const WorkRequest& w) {
-  if (n_free_ == 0) return nullptr;
-  Slot* s = free_[--n_free_];
-  s->wr_id = w.wr_id;
-  s->op = w.op;
-  s->len = w.op == Op::fadd || w.op == Op::cswap ? kAtomicBytes : w.len;
-  s->signal = w.flags & wr_flag::signal;
-  s->stage = Stage::single;
-  s->parts = 1;
-  s->status = UCS_OK;
-  s->pending = false;
-  s->request = nullptr;
-  return s;
+void OpTable::notify_next(Slot& s) {
+  s.stage = Stage::single;
+  s.parts = 1;
+  ready_[ready_tail_++ % ready_.size()] = &s;
 }
 
-void OpTable::started(Slot& s, ucs_status_ptr_t r) {
-  if (r == nullptr) finish(s, UCS_OK, s.len);
-  else if (UCS_PTR_IS_ERR(r)) finish(s, UCS_PTR_STATUS(r), s.len);
-  else if (s.pending) s.request = r;  // else the callback has run (and freed it) already
-}
-
-void OpTable::finish(Slot& s, ucs_status_t st, uint32_t len, bool has_imm, uint32_t imm) {
-  s.pending = false;
-  s.request = nullptr;
-  if (s.status == UCS_OK) s.status = st;
-  if (--s.parts > 0) return;
-  if (s.stage == Stage::notify_after_flush && s.status == UCS_OK) {
-    s.stage = Stage::single;
-    s.parts = 1;
-    ready_[ready_tail_++ % ready_.size()] = &s;
-    return;
+void OpTable::report(const Slot& s, uint32_t len, bool has_imm, uint32_t imm) {
+  Completion c{s.wr_id, s.op, len};
+  if (s.status != UCS_OK) {
+    c.status = wc_status_of(s.status);
+    c.vendor_err = int(s.status);
   }
-  if (s.signal || s.status != UCS_OK) {
-    Completion c{s.wr_id, s.op, len, wc_status_of(s.status), int(s.status)};
-    c.has_imm = has_imm;
-    c.imm = has_imm ? imm : 0;
-    cq_.push(c);
-  }
-  release(s);
+  c.has_imm = has_imm;
+  c.imm = has_imm ? imm : 0;
+  cq_.push(c);
 }
 
 void OpTable::received(Slot& s, ucs_status_t st, const ucp_tag_recv_info_t& info) {

@@ -81,7 +81,20 @@ class OpTable {
   OpTable& operator=(const OpTable&) = delete;
 
   // A free slot filled from `w`, or null when every slot is taken (the endpoint is busy).
-  Slot* acquire(const WorkRequest& w);
+  Slot* acquire(const WorkRequest& w) {
+    if (n_free_ == 0) return nullptr;
+    Slot* s = free_[--n_free_];
+    s->wr_id = w.wr_id;
+    s->op = w.op;
+    s->len = w.op == Op::fadd || w.op == Op::cswap ? kAtomicBytes : w.len;
+    s->signal = w.flags & wr_flag::signal;
+    s->stage = Stage::single;
+    s->parts = 1;
+    s->status = UCS_OK;
+    s->pending = false;
+    s->request = nullptr;
+    return s;
+  }
   // Marks `s` as waiting for UCX; call before handing UCX a request for it.
   void starting(Slot& s) { s.pending = true; }
   // The op takes one more request than it had, each reported through started() or a callback;
@@ -90,10 +103,25 @@ class OpTable {
   // What UCX returned: done at once (UCS_OK), in flight (a request; unless its callback has
   // already run inside the call, as for a receive posted with UCP_OP_ATTR_FLAG_NO_IMM_CMPL), or
   // failed. A failure is a completion like any other: errors are values.
-  void started(Slot& s, ucs_status_ptr_t r);
+  void started(Slot& s, ucs_status_ptr_t r) {
+    if (r == nullptr) finish(s, UCS_OK, s.len);
+    else if (UCS_PTR_IS_ERR(r)) finish(s, UCS_PTR_STATUS(r), s.len);
+    else if (s.pending) s.request = r;  // else the callback has run (and freed it) already
+  }
   // A request of the op ended. Once the last has: queues the op's completion (signaled ops and
   // every failure) and frees the slot, or moves a write with immediate data on to its notice.
-  void finish(Slot& s, ucs_status_t st, uint32_t len, bool has_imm = false, uint32_t imm = 0);
+  void finish(Slot& s, ucs_status_t st, uint32_t len, bool has_imm = false, uint32_t imm = 0) {
+    s.pending = false;
+    s.request = nullptr;
+    if (s.status == UCS_OK) s.status = st;
+    if (--s.parts > 0) return;
+    if (s.stage == Stage::notify_after_flush && s.status == UCS_OK) {
+      notify_next(s);
+      return;
+    }
+    if (s.signal || s.status != UCS_OK) report(s, len, has_imm, imm);
+    free_[n_free_++] = &s;
+  }
   // A receive ended: its length and immediate come from what arrived.
   void received(Slot& s, ucs_status_t st, const ucp_tag_recv_info_t& info);
 
@@ -115,7 +143,8 @@ class OpTable {
   }
 
  private:
-  void release(Slot& s) { free_[n_free_++] = &s; }
+  void notify_next(Slot& s);
+  void report(const Slot& s, uint32_t len, bool has_imm, uint32_t imm);
 
   std::vector<Slot> slots_;
   std::vector<Slot*> free_;   // a stack of n_free_ free slots

@@ -66,8 +66,8 @@ uint32_t slots_for(const EndpointOptions& o) { return std::max<uint32_t>(o.depth
 
 class UcxEp final : public Endpoint {
  public:
-  UcxEp(std::shared_ptr<Context> ctx, const EndpointOptions& o, bool peer_errors)
-      : ctx_(std::move(ctx)), event_(o.event), peer_errors_(peer_errors), table_(slots_for(o)) {}
+  UcxEp(std::shared_ptr<Context> ctx, const EndpointOptions& o, const EndpointConfig& cfg)
+      : ctx_(std::move(ctx)), event_(o.event), cfg_(cfg), table_(slots_for(o)) {}
   ~UcxEp() override {
     cancel_receives();
     if (rkey_) ucp_rkey_destroy(rkey_);
@@ -111,7 +111,7 @@ class UcxEp final : public Endpoint {
     p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
     p.address = reinterpret_cast<const ucp_address_t*>(peer.data());
-    p.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    p.err_mode = cfg_.peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     p.err_handler = {on_peer_failure, this};
     LogCapture log;  // UCX logs why it found no way to the peer: that goes into the error instead
     ucs_status_t st = ucp_ep_create(worker_, &p, &ep_);
@@ -243,9 +243,14 @@ class UcxEp final : public Endpoint {
     if (len <= kTailLastBytes) return ucp_put_nbx(ep_, local, len, remote, rkey_, &p);
     table_.add_part(s);
     table_.started(s, ucp_put_nbx(ep_, local, len - 1, remote, rkey_, &p));
-    ucp_worker_fence(worker_);
+    fence();
     table_.starting(s);
     return ucp_put_nbx(ep_, local + len - 1, 1, remote + len - 1, rkey_, &p);
+  }
+
+  // Orders the puts before it with those after, where the transports do not already.
+  void fence() {
+    if (!cfg_.puts_in_order) ucp_worker_fence(worker_);
   }
 
   // The same puts with no report: UCP frees their requests when done. Returns the first error.
@@ -253,7 +258,7 @@ class UcxEp final : public Endpoint {
     uint32_t head = len <= kTailLastBytes ? len : len - 1;
     for (auto [off, n] : {std::pair<uint32_t, uint32_t>{0, head}, {head, len - head}}) {
       if (n == 0) continue;
-      if (off) ucp_worker_fence(worker_);
+      if (off) fence();
       ucs_status_ptr_t r = ucp_put_nbx(ep_, local + off, n, remote + off, rkey_, &quiet_);
       if (UCS_PTR_IS_ERR(r)) return r;
       if (r) ucp_request_free(r);
@@ -329,7 +334,7 @@ class UcxEp final : public Endpoint {
   void close_ep() {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = peer_errors_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    p.flags = cfg_.peer_errors ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     settle(kCloseWaitS, ucp_ep_close_nbx(ep_, &p));
     ep_ = nullptr;
   }
@@ -340,7 +345,8 @@ class UcxEp final : public Endpoint {
   }
 
   std::shared_ptr<Context> ctx_;
-  bool event_, peer_errors_;
+  bool event_;
+  EndpointConfig cfg_;
   OpTable table_;
   ucp_worker_h worker_ = nullptr;
   ucp_ep_h ep_ = nullptr;
@@ -357,8 +363,9 @@ void on_peer_failure(void* arg, ucp_ep_h, ucs_status_t st) { static_cast<UcxEp*>
 
 }  // namespace
 
-Result<std::unique_ptr<Endpoint>> open_endpoint(std::shared_ptr<Context> ctx, const EndpointOptions& o, bool peer_errors) {
-  auto ep = std::make_unique<UcxEp>(std::move(ctx), o, peer_errors);
+Result<std::unique_ptr<Endpoint>> open_endpoint(std::shared_ptr<Context> ctx, const EndpointOptions& o,
+                                                const EndpointConfig& cfg) {
+  auto ep = std::make_unique<UcxEp>(std::move(ctx), o, cfg);
   if (Status s = ep->open(); !s) return s;
   return std::unique_ptr<Endpoint>(std::move(ep));
 }

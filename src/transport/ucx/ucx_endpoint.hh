@@ -13,10 +13,18 @@
 
 namespace rb::transport::ucx {
 
-// peer_errors: UCP_ERR_HANDLING_MODE_PEER, so that a dead peer fails this endpoint's requests
-// instead of aborting the process, and the endpoint closes without the peer. UCX 1.13 offers it
-// on no shared-memory transport (posix and sysv lack a peer failure handler), so a run that
-// reaches its peer through shared memory goes without, as ucx_perftest does.
-Result<std::unique_ptr<Endpoint>> open_endpoint(std::shared_ptr<Context> ctx, const EndpointOptions& o, bool peer_errors);
+struct EndpointConfig {
+  // UCP_ERR_HANDLING_MODE_PEER, so that a dead peer fails this endpoint's requests instead of
+  // aborting the process, and the endpoint closes without the peer. UCX 1.13 offers it on no
+  // shared-memory transport (posix and sysv lack a peer failure handler), so a run that reaches
+  // its peer through shared memory goes without, as ucx_perftest does.
+  bool peer_errors = false;
+  // Every transport of the list does a put with the initiator's own stores (or one syscall)
+  // before ucp_put_nbx returns, so two puts land in the order posted and need no fence.
+  bool puts_in_order = false;
+};
+
+Result<std::unique_ptr<Endpoint>> open_endpoint(std::shared_ptr<Context> ctx, const EndpointOptions& o,
+                                                const EndpointConfig& cfg);
 
 }  // namespace rb::transport::ucx

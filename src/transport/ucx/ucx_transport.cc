@@ -14,8 +14,8 @@ namespace {
 
 class UcxDomain final : public Domain {
  public:
-  UcxDomain(std::shared_ptr<Context> ctx, const Settings& s, bool peer_errors)
-      : ctx_(std::move(ctx)), allocs_(std::make_shared<Allocations>()), caps_(caps_for(s.tls)), peer_errors_(peer_errors) {
+  UcxDomain(std::shared_ptr<Context> ctx, const Settings& s, const EndpointConfig& ep_cfg)
+      : ctx_(std::move(ctx)), allocs_(std::make_shared<Allocations>()), caps_(caps_for(s.tls)), ep_cfg_(ep_cfg) {
     info_ = {"ucx", s.tls.empty() ? "all" : s.tls, "ucp", s.net_devices.empty() ? "all" : s.net_devices,
              "UCX " + ucx_version()};  // the table header calls this field "libfabric"
   }
@@ -26,14 +26,14 @@ class UcxDomain final : public Domain {
     return register_region(ctx_, *allocs_, addr, len);
   }
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
-    return ucx::open_endpoint(ctx_, o, peer_errors_);
+    return ucx::open_endpoint(ctx_, o, ep_cfg_);
   }
 
  private:
   std::shared_ptr<Context> ctx_;
   std::shared_ptr<Allocations> allocs_;
   Caps caps_;
-  bool peer_errors_;
+  EndpointConfig ep_cfg_;
   DomainInfo info_;
 };
 
@@ -64,8 +64,10 @@ Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& a) {
   }
   // A peer on this host is reached through shared memory where the list allows it, and UCX has
   // no peer error handling there (ucx_endpoint.hh); every other peer gets it.
-  bool peer_errors = !(is_loopback(a.local_ip) && may_use_shared_memory(s.tls));
-  return std::unique_ptr<Domain>(new UcxDomain(std::move(ctx.value()), s, peer_errors));
+  EndpointConfig cfg;
+  cfg.peer_errors = !(is_loopback(a.local_ip) && may_use_shared_memory(s.tls));
+  cfg.puts_in_order = initiator_moves_everything(s.tls);
+  return std::unique_ptr<Domain>(new UcxDomain(std::move(ctx.value()), s, cfg));
 }
 
 TransportEntry registry_entry() {
