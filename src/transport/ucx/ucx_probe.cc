@@ -101,7 +101,8 @@ std::string labels(const std::vector<Resource>& rs) {
 Availability instance(const std::string& variant, const std::vector<Resource>& found) {
   std::string name = variant.empty() ? "ucx" : "ucx:" + variant;
   Status st = try_connect(variant);
-  if (!st) return {name, false, st.message()};
+  if (!st) return {name, false, fmt::format("UCX {} cannot connect two workers over {}: {}", ucx_version(),
+                                            variant.empty() ? "its default transports" : variant, st.message())};
   std::string detail = variant.empty() ? fmt::format("UCX {}, transports here: {}", ucx_version(), labels(found))
                                        : fmt::format("over {}", labels(found));
   return {name, true, detail, caps_for(variant)};
