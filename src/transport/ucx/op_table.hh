@@ -111,16 +111,32 @@ class OpTable {
   // A request of the op ended. Once the last has: queues the op's completion (signaled ops and
   // every failure) and frees the slot, or moves a write with immediate data on to its notice.
   void finish(Slot& s, ucs_status_t st, uint32_t len, bool has_imm = false, uint32_t imm = 0) {
+    // Every field is read before any is written: a read of bytes just stored (parts, pending)
+    // stalls on store forwarding, and this runs once per op.
+    ucs_status_t status = s.status == UCS_OK ? st : s.status;
+    uint8_t parts = uint8_t(s.parts - 1);
+    bool notify = s.stage == Stage::notify_after_flush, signal = s.signal;
     s.pending = false;
     s.request = nullptr;
-    if (s.status == UCS_OK) s.status = st;
-    if (--s.parts > 0) return;
-    if (s.stage == Stage::notify_after_flush && s.status == UCS_OK) {
+    s.status = status;
+    s.parts = parts;
+    if (parts > 0) return;
+    if (notify && status == UCS_OK) {
       notify_next(s);
       return;
     }
-    if (s.signal || s.status != UCS_OK) report(s, len, has_imm, imm);
+    if (signal || status != UCS_OK) report(s, len, has_imm, imm);
     free_[n_free_++] = &s;
+  }
+  // An op that UCX finished inside the post, with no slot (wr_flag::inject): its completion, if
+  // signaled or failed.
+  void done_at_once(const WorkRequest& w, ucs_status_t st) {
+    if (!(w.flags & wr_flag::signal) && st == UCS_OK) return;
+    Slot s;
+    s.wr_id = w.wr_id;
+    s.op = w.op;
+    s.status = st;
+    report(s, w.len, false, 0);
   }
   // A receive ended: its length and immediate come from what arrived.
   void received(Slot& s, ucs_status_t st, const ucp_tag_recv_info_t& info);

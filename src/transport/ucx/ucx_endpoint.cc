@@ -53,9 +53,10 @@ ucs_status_t on_notice(void* arg, const void* header, size_t header_len, void*, 
   return UCS_OK;
 }
 
-// Parameters that report the request's end to `s` through on_done.
+// Parameters that report the request's end to `s` through on_done. UCX reads only the fields
+// op_attr_mask names, so the rest of the struct is left as it is (zeroing it costs every post).
 ucp_request_param_t params_for(Slot& s) {
-  ucp_request_param_t p{};
+  ucp_request_param_t p;
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = on_done;
   p.user_data = &s;
@@ -131,6 +132,11 @@ class UcxEp final : public Endpoint {
     if (rkey_) ucp_rkey_destroy(rkey_);
     rkey_ = k;
     base_ = r.base;
+    // Over shared memory UCP maps the peer's pages, and a short put is a store into them, done
+    // inside ucp_put_nbx: what wr_flag::inject needs. Elsewhere (emulated or network RMA) a put
+    // may be queued, so an inject write takes the ordinary path (a slot and its completion).
+    void* mapped = nullptr;
+    mapped_ = cfg_.puts_in_order && ucp_rkey_ptr(rkey_, base_, &mapped) == UCS_OK;
     return {};
   }
 
@@ -144,6 +150,11 @@ class UcxEp final : public Endpoint {
     int n = 0;
     for (const auto& w : wrs) {
       if (!can_post(w)) return n ? n : -1;
+      if ((w.flags & wr_flag::inject) && inlines(w.op)) {
+        if (!post_inline(w)) break;
+        ++n;
+        continue;
+      }
       Slot* s = table_.acquire(w);
       if (!s) break;  // every slot is in flight: the caller polls and retries
       table_.starting(*s);
@@ -253,24 +264,56 @@ class UcxEp final : public Endpoint {
     if (!cfg_.puts_in_order) ucp_worker_fence(worker_);
   }
 
-  // The same puts with no report: UCP frees their requests when done. Returns the first error.
-  ucs_status_ptr_t put_quietly(const uint8_t* local, uint32_t len, uint64_t remote) {
+  // The same puts with no report: UCP frees their requests when done. Returns the first error;
+  // `done` says whether every put was finished inside its call.
+  ucs_status_t put_quietly(const uint8_t* local, uint32_t len, uint64_t remote, bool& done) {
     uint32_t head = len <= kTailLastBytes ? len : len - 1;
+    done = true;
     for (auto [off, n] : {std::pair<uint32_t, uint32_t>{0, head}, {head, len - head}}) {
       if (n == 0) continue;
       if (off) fence();
       ucs_status_ptr_t r = ucp_put_nbx(ep_, local + off, n, remote + off, rkey_, &quiet_);
-      if (UCS_PTR_IS_ERR(r)) return r;
+      if (UCS_PTR_IS_ERR(r)) return UCS_PTR_STATUS(r);
       if (r) ucp_request_free(r);
+      done = done && r == nullptr;
     }
-    return nullptr;
+    return UCS_OK;
+  }
+
+  // Ops that post_inline takes: sends always, writes where the peer's pages are mapped here.
+  bool inlines(Op op) const { return op == Op::send || op == Op::send_imm || (op == Op::write && mapped_); }
+
+  // wr_flag::inject: the payload must be copied before post returns. With
+  // UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL, UCX sends it inline (a short put, an eager short message)
+  // or refuses with UCS_ERR_NO_RESOURCE, which is "busy". Nothing is left in flight, so no slot.
+  // A refused second put of a long write leaves the first done: the retry writes the same bytes.
+  bool post_inline(const WorkRequest& w) {
+    const uint8_t* local = static_cast<const uint8_t*>(w.mr->addr()) + w.local_off;
+    ucs_status_ptr_t r;
+    if (w.op != Op::write) {
+      r = ucp_tag_send_nbx(ep_, local, w.len, tag_of(w), &inline_);
+    } else {
+      uint64_t remote = base_ + w.remote_off;
+      uint32_t head = w.len <= kTailLastBytes ? w.len : w.len - 1;
+      r = ucp_put_nbx(ep_, local, head, remote, rkey_, &inline_);
+      if (r == nullptr && head < w.len) r = ucp_put_nbx(ep_, local + head, 1, remote + head, rkey_, &inline_);
+    }
+    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);  // not expected with FORCE_IMM_CMPL; done when UCX is
+    ucs_status_t st = UCS_PTR_STATUS(r);
+    if (st == UCS_ERR_NO_RESOURCE) return false;
+    table_.done_at_once(w, UCS_PTR_IS_PTR(r) ? UCS_OK : st);
+    return true;
   }
 
   // UCP completes a put once its source may be reused; only a flush of the endpoint says the
-  // target has the data, and the flush reports for the puts.
+  // target has the data, and the flush reports for the puts. Where the peer's pages are mapped
+  // here, a put finished inside its call is in them already (this thread's stores), and what
+  // this thread stores next, such as a notice, is seen after it: no flush (it costs 200 ns).
   ucs_status_ptr_t put_then_flush(const uint8_t* local, uint32_t len, uint64_t remote, Slot& s) {
-    ucs_status_ptr_t r = put_quietly(local, len, remote);
-    if (UCS_PTR_IS_ERR(r)) return r;
+    bool done = false;
+    ucs_status_t st = put_quietly(local, len, remote, done);
+    if (st != UCS_OK) return UCS_STATUS_PTR(st);
+    if (done && mapped_) return nullptr;
     ucp_request_param_t p = params_for(s);
     return ucp_ep_flush_nbx(ep_, &p);
   }
@@ -352,10 +395,12 @@ class UcxEp final : public Endpoint {
   ucp_ep_h ep_ = nullptr;
   ucp_rkey_h rkey_ = nullptr;
   uint64_t base_ = 0;
+  bool mapped_ = false;  // the peer's region is mapped here (see set_remote)
   int efd_ = -1;
   ucs_status_t failed_ = UCS_OK;  // the peer's failure, once UCX reported it
   std::vector<uint8_t> address_;
   ucp_request_param_t quiet_{};  // no callback: requests UCP frees itself, or that are checked
+  ucp_request_param_t inline_{UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL};  // done inside the call, or refused
   std::string err_;
 };
 
