@@ -24,7 +24,8 @@ constexpr double kCloseWaitS = 1;  // how long a closing endpoint waits for UCX 
 // sees that byte. Over shared memory a put is UCX's memcpy into the peer's pages, and a memcpy of
 // more than 32 bytes (rep movsb, or vector stores that end before the tail) promises no order
 // among its stores, while up to 32 bytes every memcpy stores the tail last. Longer writes
-// therefore put their last byte on its own, after a fence, as copy_last_byte_last does.
+// therefore put their last byte on its own, after the rest (fenced where the transports do not
+// keep puts in order), as copy_last_byte_last does.
 constexpr uint32_t kTailLastBytes = 32;
 
 using Clock = std::chrono::steady_clock;
@@ -298,10 +299,14 @@ class UcxEp final : public Endpoint {
       r = ucp_put_nbx(ep_, local, head, remote, rkey_, &inline_);
       if (r == nullptr && head < w.len) r = ucp_put_nbx(ep_, local + head, 1, remote + head, rkey_, &inline_);
     }
-    if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);  // not expected with FORCE_IMM_CMPL; done when UCX is
+    if (UCS_PTR_IS_PTR(r)) {  // not expected with FORCE_IMM_CMPL: UCX frees it when done
+      ucp_request_free(r);
+      table_.done_at_once(w, UCS_OK);
+      return true;
+    }
     ucs_status_t st = UCS_PTR_STATUS(r);
     if (st == UCS_ERR_NO_RESOURCE) return false;
-    table_.done_at_once(w, UCS_PTR_IS_PTR(r) ? UCS_OK : st);
+    table_.done_at_once(w, st);
     return true;
   }
 
