@@ -18,14 +18,14 @@ void OpTable::notify_next(Slot& s) {
 }
 
 void OpTable::report(const Slot& s, uint32_t len, bool has_imm, uint32_t imm) {
-  Completion c{s.wr_id, s.op, len};
-  if (s.status != UCS_OK) {
-    c.status = wc_status_of(s.status);
-    c.vendor_err = int(s.status);
-  }
+  Completion& c = cq_.push();
+  c.wr_id = s.wr_id;
+  c.op = s.op;
+  c.len = len;
+  c.status = s.status == UCS_OK ? WcStatus::success : wc_status_of(s.status);
+  c.vendor_err = int(s.status);
   c.has_imm = has_imm;
   c.imm = has_imm ? imm : 0;
-  cq_.push(c);
 }
 
 void OpTable::received(Slot& s, ucs_status_t st, const ucp_tag_recv_info_t& info) {
@@ -36,10 +36,14 @@ void OpTable::received(Slot& s, ucs_status_t st, const ucp_tag_recv_info_t& info
 }
 
 void OpTable::arrived(const ImmNotice& n) {
-  Completion c{0, Op::remote_write, n.len};
+  Completion& c = cq_.push();
+  c.wr_id = 0;
+  c.op = Op::remote_write;
+  c.len = n.len;
+  c.status = WcStatus::success;
+  c.vendor_err = 0;
   c.has_imm = true;
   c.imm = n.imm;
-  cq_.push(c);
 }
 
 }  // namespace rb::transport::ucx
