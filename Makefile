@@ -4,7 +4,7 @@ SHELL := /bin/bash
 BUILD ?= build
 VENV ?= .venv
 DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-dev nlohmann-json3-dev \
-        libfmt-dev libgtest-dev iproute2 libtomlplusplus-dev
+        libfmt-dev libgtest-dev iproute2 libtomlplusplus-dev libucx-dev
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 
@@ -49,7 +49,7 @@ pytest: build venv
 test: unit pytest
 
 # Peer tools for the side-by-side runs: installed only for `make compare`.
-COMPARE_DEBS := libfabric-bin iperf3 sockperf
+COMPARE_DEBS := libfabric-bin iperf3 sockperf ucx-utils
 compare: build
 	@missing=""; for p in $(COMPARE_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

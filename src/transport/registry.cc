@@ -5,6 +5,7 @@
 #include "transport/ofi/ofi_transport.hh"
 #include "transport/skeleton/skeleton.hh"
 #include "transport/tcp/tcp_transport.hh"
+#include "transport/ucx/ucx_transport.hh"
 
 namespace rb::transport {
 
@@ -14,6 +15,7 @@ const std::vector<TransportEntry>& registry() {
       ofi::registry_entry(),
       tcp::registry_entry(),
       dma::registry_entry(),
+      ucx::registry_entry(),
       inproc::registry_entry(),
       skeleton::registry_entry(),
   };

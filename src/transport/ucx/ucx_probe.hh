@@ -1,0 +1,12 @@
+#pragma once
+// What --list says about UCX here: its version, the transports and devices UCT finds, and for
+// the default and every known variant whether two workers can connect over it, or why not.
+#include <vector>
+
+#include "transport/registry.hh"
+
+namespace rb::transport::ucx {
+
+std::vector<Availability> probe();
+
+}  // namespace rb::transport::ucx
