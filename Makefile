@@ -60,6 +60,7 @@ compare: build
 	bench/compare_tcp.sh $(BUILD)/rdmabench
 	bench/batch_lazy_rails.sh $(BUILD)/rdmabench
 	bench/event_vs_poll.sh $(BUILD)/rdmabench
+	bench/ucx_vs_perftest.sh $(BUILD)/rdmabench
 
 # A job on loopback (or the job's --addr), then plots, summary and comparison in report/README.md.
 # Every file the report writes is removed first, so nothing of an earlier report is left over.

@@ -56,6 +56,7 @@ class ClientPhase {
     pc_.abort = &abort_;
     pc_.inject_max = s_.inject ? e_.session.domain().caps().inject : 0;
     pc_.yield_to_engine = e_.session.domain().caps().engine_thread;
+    pc_.target_progress = e_.session.domain().caps().target_progress;
     if (bidir_) pc_.release = &release_;
     const uint64_t per_thread = s_.local_bytes_per_thread();
     ts_ = thread_states(e_.session, s_.threads, session_mrs(e_.session), [&](int t) { return uint64_t(t) * per_thread; });

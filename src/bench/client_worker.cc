@@ -19,6 +19,12 @@ using transport::Completion;
 using transport::WorkRequest;
 namespace wr_flag = transport::wr_flag;
 
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
 inline uint8_t load_acquire(const uint8_t* p) { return std::atomic_ref<const uint8_t>(*p).load(std::memory_order_acquire); }
 
 constexpr double kYieldAfterNs = 50e3;
@@ -43,6 +49,7 @@ struct Lane {
   int global = 0;          // global endpoint index: names the message stream the peer checks
   uint64_t msg_base = 0;   // messages sent by earlier runs of this phase (warm-up)
   uint64_t posted = 0, completed = 0, share = 0, measured = 0;
+  uint64_t slot = 0;       // the next op's local slot, counted round (a division per op cost more)
   bool stop = false, kick = true;
   size_t head = 0, n = 0;
   std::vector<WorkRequest> pend;
@@ -67,7 +74,10 @@ class ClientLoop {
       l.post_tick.assign(ring, 0);
       l.offs.assign(ring, 0);
     }
-    uint64_t slots = std::max<uint64_t>(1, s_.local_area() / align_up(size_));
+    stride_ = align_up(size_);
+    kind_ = is_message(pc.phase.op) ? Kind::message : is_atomic(pc.phase.op) ? Kind::atomic : Kind::rma;
+    mirror_ = s_.wants_mirror();
+    uint64_t slots = std::max<uint64_t>(1, s_.local_area() / stride_);
     // With --validate every send in flight owns its buffer, so each lane has slots of its own.
     lane_slots_ = s_.validate ? std::max<uint64_t>(1, slots / lanes_.size()) : slots;
     local_slots_ = slots;
@@ -114,31 +124,52 @@ class ClientLoop {
     return s_.validate ? lane_idx * lane_slots_ + seq % lane_slots_ : seq % local_slots_;
   }
 
-  WorkRequest make(Lane& l, size_t lane_idx, uint64_t seq, uint8_t flags) {
-    Op op = pc_.phase.op;
-    WorkRequest w{op, flags, uint32_t(size_), l.mr, 0, 0, (uint64_t(lane_idx) << kLaneShift) | seq};
+  // local_slot(lane_idx, seq) for the lane's next op, seq counting from 0 at the start of bw().
+  uint64_t next_slot(Lane& l, size_t lane_idx) const {
+    uint64_t c = l.slot;
+    if (++l.slot == (s_.validate ? lane_slots_ : local_slots_)) l.slot = 0;
+    return s_.validate ? lane_idx * lane_slots_ + c : c;
+  }
+
+  // The fields every op of a phase shares, set once in each pending slot of every lane.
+  void prefill() {
+    for (auto& l : lanes_)
+      for (auto& w : l.pend) {
+        w = WorkRequest{};
+        w.op = pc_.phase.op;
+        w.len = uint32_t(size_);
+        w.mr = l.mr;
+      }
+  }
+
+  // Fills the rest of `w` field by field where it lies: a WorkRequest built aside and copied in
+  // was read back whole right after its parts were stored, a store-forwarding stall that took
+  // most of the loop.
+  void fill(WorkRequest& w, Lane& l, size_t lane_idx, uint64_t seq, uint8_t flags) {
+    w.flags = flags;
+    w.wr_id = (uint64_t(lane_idx) << kLaneShift) | seq;
     w.imm = uint32_t(l.msg_base + seq);  // the peer checks that immediates arrive in order
-    if (is_message(op)) {
-      uint64_t slot = local_slot(lane_idx, seq);
-      w.local_off = t_.area_off + slot * align_up(size_);
+    if (kind_ == Kind::message) {
+      uint64_t slot = next_slot(l, lane_idx);
+      w.local_off = t_.area_off + slot * stride_;
       if (s_.validate)
-        fill_pattern(t_.area() + slot * align_up(size_), size_, message_seed(pc_.seed, l.global, l.msg_base + seq), 0);
-    } else if (is_atomic(op)) {
-      w.local_off = t_.area_off + local_slot(lane_idx, seq) * align_up(size_);
+        fill_pattern(t_.area() + slot * stride_, size_, message_seed(pc_.seed, l.global, l.msg_base + seq), 0);
+    } else if (kind_ == Kind::atomic) {
+      w.local_off = t_.area_off + next_slot(l, lane_idx) * stride_;
       w.remote_off = counter_offset(s_, t_.index, int(lane_idx));
       set_operands(w, l.msg_base + seq);
     } else {
       uint64_t off = gen_.next();
       l.offs[seq & mask_] = off;
-      // With --validate the local area mirrors the remote region, so source and destination share offsets.
-      w.local_off = t_.area_off + (s_.wants_mirror() ? off : (seq % local_slots_) * align_up(size_) % s_.local_area());
+      // With --validate the local area mirrors the remote region, so source and destination share
+      // offsets; otherwise the slots go round the local area (local_slots_ of them fit).
+      w.local_off = t_.area_off + (mirror_ ? off : next_slot(l, lane_idx) * stride_);
       w.remote_off = off + pc_.remote_base;
-      if (s_.validate && (op == Op::write || op == Op::write_imm)) {
+      if (s_.validate && (w.op == Op::write || w.op == Op::write_imm)) {
         w.flags = flags | wr_flag::delivery;
         mark_coverage(off);
       }
     }
-    return w;
   }
 
   // The n-th atomic op of a lane: fadd adds 1; cswap expects n (what the n ops before it left)
@@ -150,7 +181,7 @@ class ClientLoop {
 
   Status verify_cswap(const Lane& l, size_t lane_idx, uint64_t seq) {
     uint64_t seen;
-    std::memcpy(&seen, t_.area() + local_slot(lane_idx, seq) * align_up(size_), sizeof seen);
+    std::memcpy(&seen, t_.area() + local_slot(lane_idx, seq) * stride_, sizeof seen);
     uint64_t want = l.msg_base + seq;
     if (seen == want) return {};
     return {Errc::validation, fmt::format("thread {}: cswap #{} on endpoint {} found {} in the counter, expected {} "
@@ -186,6 +217,7 @@ class ClientLoop {
     for (size_t i = 0; i < L; ++i) {
       Lane& l = lanes_[i];
       l.posted = l.completed = 0;
+      l.slot = 0;
       l.head = l.n = 0;
       l.stop = false;
       l.kick = true;
@@ -193,6 +225,7 @@ class ClientLoop {
     }
     uint64_t last_progress = clk.now();
     Completion cqes[64];
+    prefill();
     int idle = 0;
     while (true) {
       uint64_t now = clk.now();
@@ -211,10 +244,12 @@ class ClientLoop {
             // it, so a batch straddling it could leave the window full of ops nothing will complete.
             if (signal > 1) n = std::min<uint64_t>(n, signal - l.posted % signal);
             if (l.posted - l.completed + n > depth) n = 0;
+            // So at most the batch's last op closes a signal group.
+            bool closes = signal == 1 || (l.posted + n) % signal == 0;
             for (uint64_t k = 0; k < n; ++k) {
               uint64_t seq = l.posted + k;
-              bool sig = (seq + 1) % signal == 0 || (b.count && seq + 1 == l.share);
-              l.pend[k] = make(l, i, seq, uint8_t((sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0)));
+              bool sig = (closes && k + 1 == n) || signal == 1 || (b.count && seq + 1 == l.share);
+              fill(l.pend[k], l, i, seq, uint8_t((sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0)));
             }
             l.head = 0;
             l.n = n;
@@ -284,10 +319,15 @@ class ClientLoop {
               Completion* got = nullptr) {
     const Clock& clk = *pc_.clock;
     uint64_t start = clk.now();
-    Completion cqes[8];
+    Completion* cqes = wait_cqes_;  // a member: an array here was zeroed on every call
     bool found = false;
-    while (true) {
-      int n = l.ep->poll(cqes);
+    for (uint32_t spins = 0;; ++spins) {
+      if (echo_byte && !pc_.target_progress && spins % PhaseContext::kPassivePollEvery != 0) {
+        if (load_acquire(echo_byte) == tag) return {};
+        cpu_relax();
+        continue;
+      }
+      int n = l.ep->poll({cqes, kWaitCqes});
       if (n < 0) return io_error(l);
       for (int i = 0; i < n; ++i) {
         if (!cqes[i].ok()) return fail_cqe(l, cqes[i]);
@@ -358,7 +398,7 @@ class ClientLoop {
     uint8_t tag = uint8_t(seq_ % 255 + 1);
     if (s_.validate) fill_pattern(src, size_ - 1, lat_seed(), 0);
     src[size_ - 1] = tag;
-    WorkRequest w{Op::write, lat_flags(), uint32_t(size_), l.mr, t_.area_off, slice(), lat_id(0)};
+    WorkRequest w{Op::write, uint8_t(lat_flags() | wr_flag::polled), uint32_t(size_), l.mr, t_.area_off, slice(), lat_id(0)};
     tm.t0 = pc_.clock->now();
     Status st = l.ep->post({&w, 1}) == 1 ? Status{} : post_retry(l, w);
     if (st) st = wait(l, 0, Op::write, echo() + size_ - 1, tag);
@@ -471,6 +511,11 @@ class ClientLoop {
   uint64_t timeout_ticks_, yield_after_ticks_;
   EventWaiter waiter_;
   uint64_t mask_ = 0, local_slots_ = 1, lane_slots_ = 1, echo_off_ = 0, seq_ = 0;
+  uint64_t stride_ = 0;  // bytes between local slots: the op size rounded up to kAlign
+  enum class Kind : uint8_t { rma, message, atomic } kind_ = Kind::rma;  // of the phase's op
+  bool mirror_ = false;  // the local area mirrors the remote region (RunSpec::wants_mirror)
+  static constexpr size_t kWaitCqes = 8;
+  Completion wait_cqes_[kWaitCqes];
   std::vector<Lane> lanes_;
 };
 

@@ -53,6 +53,9 @@ struct PhaseContext {
   uint64_t seed = 0;                   // per-phase data seed
   uint64_t inject_max = 0;
   bool target_progress = true;         // the passive side must poll for data to move
+  // Where it need not, a side spinning on a polled byte looks at the queue only this often (in
+  // spins): a poll between arrival and the next look delays every ping-pong.
+  static constexpr uint32_t kPassivePollEvery = 64;
   bool yield_to_engine = false;        // a copy-engine thread of ours needs a core while we wait
   uint64_t remote_base = 0;            // added to every remote offset (--bidir: the client's landing slots)
   // --bidir: after its own stream a thread keeps polling (the peer's stream may need our progress)

@@ -86,6 +86,10 @@ constexpr uint8_t signal = 1;    // ask for a completion
 constexpr uint8_t more = 2;      // more posts follow at once (doorbell hint)
 constexpr uint8_t delivery = 4;  // complete only once the data is visible at the target
 constexpr uint8_t inject = 8;    // copy the payload at post time (len <= Caps::inject); buffer free at once
+// The target learns of this write by polling its last byte (write latency): that byte must land
+// after all the others. A transport may order every write so; one for which it costs extra (a
+// second put) pays only where this is set.
+constexpr uint8_t polled = 16;
 }  // namespace wr_flag
 
 struct WorkRequest {
@@ -171,7 +175,8 @@ struct EndpointOptions {
 };
 
 struct DomainInfo {
-  std::string transport, provider, fabric, domain, library_version;
+  std::string transport, provider, fabric, domain;
+  std::string library_version;  // the library under the transport and its version ("libfabric 1.17"), or empty
 };
 
 class Domain {

@@ -59,9 +59,7 @@ Caps caps_for(const std::string& tls) {
   c.write = c.read = c.send = true;
   c.max_msg = 1ull << 30;
   c.tx_depth = c.rx_depth = 4096;  // an endpoint's slots are sized to the depth it is opened with
-  // Over shared memory UCX copies up to this much inline (a short put, an eager short message:
-  // mm's 128-byte FIFO element holds 93 B of tag payload), or refuses, which is "busy".
-  if (initiator_moves_everything(tls)) c.inject = 64;
+  if (initiator_moves_everything(tls)) c.inject = kInlineBytes;
   c.target_progress = !initiator_moves_everything(tls);
   c.virtual_addressing = true;    // rkeys name virtual addresses
   c.selective_completion = true;  // unsignaled ops complete into nothing but errors

@@ -15,6 +15,10 @@ struct KnownVariant {
 const std::vector<KnownVariant>& known_variants();
 
 // The capabilities of an instance over `tls` (empty: UCX's default, every transport).
+// Over shared memory UCX copies up to this much inline (a short put, an eager short message:
+// mm's 128-byte FIFO element holds 93 B of tag payload), or refuses, which is "busy".
+constexpr uint32_t kInlineBytes = 64;
+
 Caps caps_for(const std::string& tls);
 
 // Whether every transport in `tls` moves bytes by the initiator alone (mapped shared memory,
