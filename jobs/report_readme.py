@@ -33,6 +33,13 @@ def transport_of(record: dict) -> str:
     return f"{t}:{p}" if p and p != t else t
 
 
+def libraries(records: list) -> str:
+    """The libraries the runs were made on, each once ("libfabric 1.17, UCX 1.13.1")."""
+    names = sorted({r.get("library_version") or f"libfabric {r['libfabric_version']}" for r in records
+                    if r.get("library_version") or r.get("libfabric_version")})
+    return ", ".join(names) if names else "kernel TCP only"
+
+
 def split_by_transport(records: list, out_dir: Path) -> list:
     """One file per transport, labels without op and mode; returns the file names."""
     groups: dict = {}
@@ -61,8 +68,8 @@ def main() -> None:
 
     out = [f"# rdmabench report: `{job}`", ""]
     out += [f"{len(records)} measurements from `rdmabench --job {job}` on {first.get('host', '?')}, "
-            f"{first.get('timestamp', '?')}, rdmabench {first.get('version', '?')}, libfabric "
-            f"{first.get('libfabric_version', '?')}; transports: {', '.join(transports)}. "
+            f"{first.get('timestamp', '?')}, rdmabench {first.get('version', '?')} on "
+            f"{libraries(records)}; transports: {', '.join(transports)}. "
             "Raw results: [results.jsonl](results.jsonl) (JSON Lines, see docs/output-format.md); "
             "the tables rdmabench printed: [tables.txt](tables.txt).", ""]
     out += ["These are figures of this machine: compare them with runs made the same way "

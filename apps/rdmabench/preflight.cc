@@ -18,13 +18,16 @@ bool names_instance(const transport::Selection& chosen, const std::string& insta
 Status refused(std::string message) { return {Errc::invalid_argument, std::move(message)}; }
 
 // The verdict on `spec` given its transport's instances here.
-Status judge(const bench::RunSpec& spec, const std::vector<transport::Availability>& instances) {
+// probe_variant, when given, asks about a variant none of `instances` names.
+Status judge(const bench::RunSpec& spec, const std::vector<transport::Availability>& instances,
+             const std::function<transport::Availability(const std::string&)>& probe_variant) {
   const transport::Selection& chosen = spec.transport;
   std::string why_not;
   Status cannot_do;
-  bool usable = false;
+  bool usable = false, seen = false;
   for (const auto& instance : instances) {
     if (!names_instance(chosen, instance.name)) continue;
+    seen = true;
     if (!instance.usable) {
       if (why_not.empty()) why_not = instance.detail;
       continue;
@@ -36,6 +39,7 @@ Status judge(const bench::RunSpec& spec, const std::vector<transport::Availabili
     usable = true;
   }
   if (usable) return refused(fmt::format("-t {}: {}", chosen.label(), cannot_do.message()));
+  if (!seen && probe_variant) return judge(spec, {probe_variant(chosen.variant)}, {});
   return refused(fmt::format("-t {}: not usable here ({}); rdmabench --list shows what is", chosen.label(),
                              why_not.empty() ? "no such instance" : why_not));
 }
@@ -49,7 +53,9 @@ Status UsableHere::check(const bench::RunSpec& spec) {
   if (!entry || !entry->probe) return {};  // check_selection has named an unknown one already
   auto it = probed_.find(entry->name);
   if (it == probed_.end()) it = probed_.emplace(entry->name, entry->probe()).first;
-  return judge(spec, it->second);
+  std::function<transport::Availability(const std::string&)> ask;
+  if (entry->any_variant && !spec.transport.variant.empty()) ask = entry->probe_variant;
+  return judge(spec, it->second, ask);
 }
 
 }  // namespace rb::app

@@ -20,6 +20,12 @@ std::string utc_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
 }
+// The field of schema 1 that predates other libraries: libfabric's version, empty for any other.
+std::string libfabric_version(const std::string& library) {
+  constexpr std::string_view kPrefix = "libfabric ";
+  return library.starts_with(kPrefix) ? library.substr(kPrefix.size()) : std::string();
+}
+
 std::string hostname() {
   char buf[256] = {};
   gethostname(buf, sizeof buf - 1);
@@ -77,7 +83,8 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
   json j = {{"schema", 1}, {"tool", "rdmabench"}, {"version", RDMABENCH_VERSION}, {"timestamp", utc_now()},
             {"host", hostname()}, {"server", h.server}, {"label", run_label(h, p)},
             {"transport", h.info.transport}, {"provider", h.info.provider}, {"fabric", h.info.fabric},
-            {"domain", h.info.domain}, {"domains", h.domains}, {"libfabric_version", h.info.library_version},
+            {"domain", h.info.domain}, {"domains", h.domains}, {"library_version", h.info.library_version},
+            {"libfabric_version", libfabric_version(h.info.library_version)},
             {"op", transport::op_name(p.op)}, {"mode", bench::mode_name(p.mode)}, {"size", p.size},
             {"repeat", p.repeat}, {"repeats", repeats}, {"params", params}, {"results", results},
             {"histogram", {{"unit", "ns"}, {"bins", bins}}}};

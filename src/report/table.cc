@@ -51,7 +51,7 @@ std::string cell(const MeanSd& m, int n, const char* fmt_spec) {
 void TableReporter::header(const RunHeader& h) {
   const auto& s = *h.spec;
   line_gbps_ = h.line_gbps;
-  fmt::print(out_, "rdmabench {} | transport {} provider {} fabric {} domain {} | libfabric {}\n", RDMABENCH_VERSION,
+  fmt::print(out_, "rdmabench {} | transport {} provider {} fabric {} domain {} | library {}\n", RDMABENCH_VERSION,
              h.info.transport, h.info.provider, h.info.fabric, h.info.domain,
              h.info.library_version.empty() ? "-" : h.info.library_version);
   std::string amount = s.duration_s > 0 ? fmt::format("duration {} s (warm-up {} s)", s.duration_s, s.warmup_seconds())

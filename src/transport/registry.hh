@@ -62,6 +62,9 @@ struct TransportEntry {
   std::function<Result<std::unique_ptr<Domain>>(const OpenArgs&)> open;
   // Required: what --list says, one line per usable or unusable instance.
   std::function<std::vector<Availability>()> probe;
+  // Optional, with any_variant: whether a variant probe() does not list is usable here (ucx: any
+  // UCX_TLS list), so the pre-run check can judge it instead of refusing it as unknown.
+  std::function<Availability(const std::string& variant)> probe_variant;
   // Removes what this transport leaves behind for a process killed before it could (shared
   // memory files named after it); may be empty.
   std::function<void(int pid)> remove_leftovers_of;

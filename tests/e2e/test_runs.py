@@ -9,7 +9,7 @@ import pytest
 from conftest import only_child_of, orphans_adopted, process_state, wait_for_text, listing, run
 
 REQUIRED = ["schema", "tool", "version", "timestamp", "host", "label", "transport", "provider", "fabric",
-            "domain", "libfabric_version", "op", "mode", "size", "repeat", "repeats", "params", "results",
+            "domain", "library_version", "libfabric_version", "op", "mode", "size", "repeat", "repeats", "params", "results",
             "histogram"]
 RESULT_FIELDS = ["iterations", "bytes", "duration_s", "gbps", "gbytes_per_s", "mops", "lat_kind", "lat_us"]
 LAT_FIELDS = ["min", "p50", "avg", "p99", "p999", "p9999", "max", "stdev"]

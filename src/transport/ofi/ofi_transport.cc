@@ -445,7 +445,7 @@ class OfiDomain final : public Domain {
     caps_.can_wait = cq_takes_wait_fd(f_->domain);
     uint32_t v = fi_version();
     info_ = {"ofi", i->fabric_attr->prov_name, i->fabric_attr->name, i->domain_attr->name,
-             fmt::format("{}.{}", FI_MAJOR(v), FI_MINOR(v))};
+             fmt::format("libfabric {}.{}", FI_MAJOR(v), FI_MINOR(v))};
     prov_key_ = i->domain_attr->mr_mode & FI_MR_PROV_KEY;
     len_in_cq_data_ = i->domain_attr->cq_data_size >= 8;
   }

@@ -110,6 +110,16 @@ Availability instance(const std::string& variant, const std::vector<Resource>& f
 
 }  // namespace
 
+Availability probe_variant(const std::string& tls) {
+  // Resources the list names by transport; an alias (shm, sm, ib) names none, and then all are shown.
+  auto all = uct_resources();
+  std::vector<Resource> named;
+  for (auto& r : all)
+    for (const auto& t : split_list(tls))
+      if (r.tl == t) named.push_back(r);
+  return instance(tls, named.empty() ? all : named);
+}
+
 std::vector<Availability> probe() {
   auto all = uct_resources();
   std::vector<Availability> out{instance("", all)};

@@ -8,5 +8,7 @@
 namespace rb::transport::ucx {
 
 std::vector<Availability> probe();
+// Any UCX_TLS-style list, known or not: whether two workers connect over it.
+Availability probe_variant(const std::string& tls);
 
 }  // namespace rb::transport::ucx

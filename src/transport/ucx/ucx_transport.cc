@@ -17,7 +17,7 @@ class UcxDomain final : public Domain {
   UcxDomain(std::shared_ptr<Context> ctx, const Settings& s, const EndpointConfig& ep_cfg)
       : ctx_(std::move(ctx)), allocs_(std::make_shared<Allocations>()), caps_(caps_for(s.tls)), ep_cfg_(ep_cfg) {
     info_ = {"ucx", s.tls.empty() ? "all" : s.tls, "ucp", s.net_devices.empty() ? "all" : s.net_devices,
-             "UCX " + ucx_version()};  // the table header calls this field "libfabric"
+             "UCX " + ucx_version()};
   }
   const Caps& caps() const override { return caps_; }
   const DomainInfo& info() const override { return info_; }
@@ -87,6 +87,7 @@ TransportEntry registry_entry() {
   e.test_variants = {"posix", "tcp"};
   e.open = open_domain;
   e.probe = probe;
+  e.probe_variant = probe_variant;
   // No remove_leftovers_of: posix unlinks its /dev/shm file right after creating it (peers
   // open it through /proc/PID/fd) and sysv marks its segments for removal at once, so a killed
   // process leaves nothing behind.
