@@ -1,0 +1,55 @@
+// vrdmactl: asks this host's vrdma router about itself.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <vrdma/vrdma.h>
+
+namespace {
+
+constexpr const char* kUsage = R"(vrdmactl: ask this host's vrdma router
+  vrdmactl [--socket PATH] stats    per-tenant clients, PDs, MRs, registered bytes, requests, errors
+The socket defaults as libvrdma's does ($VRDMA_SOCKET, $XDG_RUNTIME_DIR/vrdma.sock, /run/vrdma/vrdma.sock).
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* socket = nullptr;
+  std::string command;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--socket" && i + 1 < argc) {
+      socket = argv[++i];
+    } else if (command.empty() && a == "stats") {
+      command = a;
+    } else {
+      std::fprintf(stderr, "vrdmactl: error: unexpected argument %s; vrdmactl --help\n", a.c_str());
+      return 2;
+    }
+  }
+  if (command.empty()) {
+    std::fprintf(stderr, "vrdmactl: error: no command; give one: stats\n");
+    return 2;
+  }
+  vrdma_context* ctx = vrdma_open(socket);
+  if (!ctx) {
+    std::fprintf(stderr, "vrdmactl: %s\n", vrdma_last_error());
+    return 1;
+  }
+  char* text = vrdma_router_stats(ctx);
+  if (!text) {
+    std::fprintf(stderr, "vrdmactl: %s\n", vrdma_last_error());
+    vrdma_close(ctx);
+    return 1;
+  }
+  std::fputs(text, stdout);
+  std::free(text);
+  vrdma_close(ctx);
+  return 0;
+}

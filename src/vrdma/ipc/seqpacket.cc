@@ -1,0 +1,125 @@
+#include "vrdma/ipc/seqpacket.hh"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace rb::vrdma::ipc {
+namespace {
+
+Status sys_error(const std::string& what) {
+  int e = errno;
+  Errc c = (e == EPIPE || e == ECONNRESET || e == ENOTCONN) ? Errc::peer_gone : Errc::io;
+  return {c, fmt::format("{}: {}", what, std::strerror(e))};
+}
+
+Result<sockaddr_un> address_of(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path)
+    return Status(Errc::invalid_argument,
+                  fmt::format("socket path \"{}\": must be 1 to {} characters", path, sizeof a.sun_path - 1));
+  std::memcpy(a.sun_path, path.data(), path.size());
+  return a;
+}
+
+}  // namespace
+
+Status send_packet(int sock, std::span<const uint8_t> bytes, int fd) {
+  iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  while (true) {
+    ssize_t n = sendmsg(sock, &m, MSG_NOSIGNAL);
+    if (n == ssize_t(bytes.size())) return {};
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("sendmsg");
+    return {Errc::io, "sendmsg: packet cut short"};
+  }
+}
+
+Result<Packet> recv_packet(int sock, size_t max, int timeout_ms) {
+  pollfd p{sock, POLLIN, 0};
+  int r;
+  while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  if (r < 0) return sys_error("poll");
+  if (r == 0) return Status(Errc::timeout, fmt::format("no answer within {} ms", timeout_ms));
+  Packet out;
+  out.bytes.resize(max + 1);  // one more: a longer packet shows as MSG_TRUNC
+  iovec iov{out.bytes.data(), out.bytes.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof ctl;
+  ssize_t n;
+  while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  if (n < 0) return sys_error("recvmsg");
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      out.fd.reset(fd);
+    }
+  if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || size_t(n) > max)
+    return Status(Errc::io, fmt::format("a packet over {} B (or with more than one descriptor) was refused", max));
+  out.bytes.resize(size_t(n));
+  return out;
+}
+
+Result<UniqueFd> listen_at(const std::string& path) {
+  auto a = address_of(path);
+  if (!a) return a.status();
+  UniqueFd s(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!s) return sys_error("socket");
+  struct stat st{};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return Status(Errc::invalid_argument, fmt::format("--socket {}: exists and is not a socket; give another path", path));
+    unlink(path.c_str());
+  }
+  if (bind(s.get(), reinterpret_cast<const sockaddr*>(&*a), sizeof *a) < 0)
+    return Status(Errc::invalid_argument, fmt::format("--socket {}: cannot bind: {}", path, std::strerror(errno)));
+  chmod(path.c_str(), 0666);
+  if (listen(s.get(), 64) < 0) return sys_error("listen");
+  return s;
+}
+
+Result<UniqueFd> connect_to(const std::string& path) {
+  auto a = address_of(path);
+  if (!a) return a.status();
+  UniqueFd s(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s) return sys_error("socket");
+  if (connect(s.get(), reinterpret_cast<const sockaddr*>(&*a), sizeof *a) < 0)
+    return Status(Errc::unavailable, fmt::format("no vrdma router at {}: {}", path, std::strerror(errno)));
+  return s;
+}
+
+Result<PeerCred> peer_cred(int sock) {
+  ucred c{};
+  socklen_t len = sizeof c;
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &c, &len) < 0) return sys_error("SO_PEERCRED");
+  return PeerCred{uint32_t(c.pid), uint32_t(c.uid), uint32_t(c.gid)};
+}
+
+}  // namespace rb::vrdma::ipc

@@ -1,0 +1,37 @@
+#pragma once
+// One packet over a Unix SOCK_SEQPACKET socket, with at most one descriptor riding along
+// (SCM_RIGHTS). The socket keeps packet boundaries, so a reader never reassembles anything, and
+// a packet longer than the buffer is refused rather than cut.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hh"
+#include "core/unique_fd.hh"
+
+namespace rb::vrdma::ipc {
+
+// Sends `bytes` (and `fd` when >= 0) as one packet. MSG_NOSIGNAL: a dead peer is an error, not
+// SIGPIPE.
+Status send_packet(int sock, std::span<const uint8_t> bytes, int fd = -1);
+
+struct Packet {
+  std::vector<uint8_t> bytes;  // empty: the peer closed the connection
+  UniqueFd fd;                 // a descriptor that came with it, if any
+};
+// Receives one packet of at most `max` bytes, waiting at most `timeout_ms` (-1: no limit).
+// Errc::timeout when none came in time, Errc::peer_gone on a reset.
+Result<Packet> recv_packet(int sock, size_t max, int timeout_ms);
+
+// A listening socket at `path` (an old socket file there is replaced), readable and writable by
+// everyone: who may use it is decided per connection from SO_PEERCRED.
+Result<UniqueFd> listen_at(const std::string& path);
+Result<UniqueFd> connect_to(const std::string& path);
+
+struct PeerCred {
+  uint32_t pid = 0, uid = 0, gid = 0;
+};
+Result<PeerCred> peer_cred(int sock);
+
+}  // namespace rb::vrdma::ipc

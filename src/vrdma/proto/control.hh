@@ -1,0 +1,131 @@
+#pragma once
+// The control protocol between libvrdma and the router (vrdmad), over a Unix SOCK_SEQPACKET
+// socket: one message per packet, so the socket keeps the boundaries and no length can run past
+// a packet. A message is a fixed Header and a body whose size the type fixes; memory comes with
+// the reply as a descriptor (SCM_RIGHTS). The client never says who it is: the router reads
+// SO_PEERCRED. Everything here is plain data, parsed with bounds checks and nothing else of ours,
+// so a fuzzer can drive parse() directly.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rb::vrdma::proto {
+
+constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
+constexpr uint16_t kVersion = 1;
+constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
+constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
+
+enum class Type : uint16_t {
+  hello = 1,     // client -> router: Hello; reply Welcome
+  welcome,       // router -> client
+  error,         // router -> client: Error (the request failed; nothing changed)
+  alloc_pd,      // client: Empty; reply Handle
+  dealloc_pd,    // client: Handle; reply Empty of type done
+  reg_mr,        // client: RegMr; reply MrGranted with the region's memfd
+  mr_granted,    // router -> client
+  dereg_mr,      // client: Handle (the MR's lkey); reply done
+  handle,        // router -> client: Handle
+  done,          // router -> client: Empty
+  stats,         // client: Empty; reply StatsText
+  stats_text,    // router -> client: text of StatsText::len bytes after it
+};
+const char* type_name(Type t);
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint16_t type = 0;
+  uint32_t seq = 0;     // the request's number; its reply carries it back
+  uint32_t body = 0;    // bytes after the header
+};
+
+struct Empty {};
+struct Hello {
+  uint32_t pid = 0;  // informative only (logs); identity is SO_PEERCRED
+  uint32_t flags = 0;
+};
+struct Welcome {
+  char tenant[kNameBytes] = {};
+  uint64_t max_reg_bytes = 0;  // 0: unlimited
+  uint32_t max_qps = 0;        // 0: unlimited
+  uint32_t client_id = 0;      // the router's number for this connection
+};
+// Errors mirror errno values the verbs API uses (EINVAL, ENOMEM, EPERM, ...), so a verbs layer
+// can return them unchanged.
+struct Error {
+  int32_t err = 0;
+  char message[200] = {};
+};
+struct Handle {
+  uint32_t id = 0;
+};
+enum Access : uint32_t {
+  local_write = 1,
+  remote_write = 2,
+  remote_read = 4,
+  remote_atomic = 8,
+};
+struct RegMr {
+  uint32_t pd = 0;
+  uint32_t access = 0;  // Access bits
+  uint64_t len = 0;     // bytes; the router rounds the memfd up to whole pages
+};
+struct MrGranted {
+  uint32_t lkey = 0, rkey = 0;
+  uint64_t len = 0;       // as asked
+  uint64_t map_len = 0;   // the memfd's size: map this much
+};
+struct StatsText {
+  uint32_t len = 0;
+};
+
+template <class T>
+constexpr Type type_of();
+template <> constexpr Type type_of<Hello>() { return Type::hello; }
+template <> constexpr Type type_of<Welcome>() { return Type::welcome; }
+template <> constexpr Type type_of<Error>() { return Type::error; }
+template <> constexpr Type type_of<RegMr>() { return Type::reg_mr; }
+template <> constexpr Type type_of<MrGranted>() { return Type::mr_granted; }
+template <> constexpr Type type_of<StatsText>() { return Type::stats_text; }
+
+// The body size each type must carry; nullopt for a type that is not ours.
+std::optional<size_t> body_size(Type t);
+
+struct Message {
+  Header h;
+  std::span<const uint8_t> body;  // into the packet
+  std::span<const uint8_t> tail;  // bytes after the fixed body (stats_text only)
+  Type type() const { return Type(h.type); }
+  template <class T>
+  T as() const {  // the caller has checked type(); body_size guarantees the length
+    T v;
+    std::memcpy(&v, body.data(), sizeof v);
+    return v;
+  }
+};
+
+// A packet checked: magic, version, a known type, body sizes that match exactly. The reason
+// for a refusal is a one-line error.
+struct Parsed {
+  std::optional<Message> msg;
+  std::string error;
+};
+Parsed parse(std::span<const uint8_t> packet);
+
+std::vector<uint8_t> encode(Type t, uint32_t seq, std::span<const uint8_t> body, std::span<const uint8_t> tail = {});
+template <class T>
+std::vector<uint8_t> encode(Type t, uint32_t seq, const T& body, std::span<const uint8_t> tail = {}) {
+  return encode(t, seq, {reinterpret_cast<const uint8_t*>(&body), sizeof body}, tail);
+}
+inline std::vector<uint8_t> encode(Type t, uint32_t seq) { return encode(t, seq, std::span<const uint8_t>{}); }
+
+// Copies `s` into a fixed, NUL-terminated field, cut to fit.
+void put_text(char* field, size_t size, const std::string& s);
+std::string get_text(const char* field, size_t size);
+
+}  // namespace rb::vrdma::proto

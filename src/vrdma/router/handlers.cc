@@ -1,0 +1,98 @@
+// The router's answers to each control request. Every check comes before any change, so a
+// refused request leaves nothing behind.
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "vrdma/router/router.hh"
+
+namespace rb::vrdma {
+
+using proto::Type;
+
+Router::Reply Router::error(Session& s, const proto::Message& m, int err, const std::string& why) {
+  if (s.welcomed) ++usage_[s.tenant.name].errors;
+  proto::Error e;
+  e.err = err;
+  proto::put_text(e.message, sizeof e.message, why);
+  return {proto::encode(Type::error, m.h.seq, e)};
+}
+
+Router::Reply Router::hello(Session& s, const proto::Message& m) {
+  if (s.welcomed) return error(s, m, EPROTO, "hello twice on one connection");
+  auto t = opts_.tenants.of_uid(s.uid);
+  if (!t) {
+    ++usage_["(no tenant)"].refused_clients;
+    log(fmt::format("client pid {} refused: {}", s.pid, t.status().message()));
+    return error(s, m, EPERM, t.status().message());
+  }
+  s.tenant = *t;
+  s.welcomed = true;
+  ++usage_[s.tenant.name].clients;
+  proto::Welcome w;
+  proto::put_text(w.tenant, sizeof w.tenant, s.tenant.name);
+  w.max_reg_bytes = s.tenant.max_reg_bytes;
+  w.max_qps = s.tenant.max_qps;
+  w.client_id = s.id;
+  log(fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
+  return {proto::encode(Type::welcome, m.h.seq, w)};
+}
+
+Router::Reply Router::alloc_pd(Session& s, const proto::Message& m) {
+  uint32_t id = fresh_key();
+  s.pds.insert(id);
+  ++usage_[s.tenant.name].pds;
+  return {proto::encode(Type::handle, m.h.seq, proto::Handle{id})};
+}
+
+Router::Reply Router::dealloc_pd(Session& s, const proto::Message& m) {
+  uint32_t id = m.as<proto::Handle>().id;
+  if (!s.pds.count(id)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", id));
+  for (const auto& [lkey, mr] : s.mrs)
+    if (mr.pd == id) return error(s, m, EBUSY, fmt::format("PD {:#x} still has memory regions (lkey {:#x})", id, lkey));
+  s.pds.erase(id);
+  keys_in_use_.erase(id);
+  --usage_[s.tenant.name].pds;
+  return {proto::encode(Type::done, m.h.seq)};
+}
+
+Router::Reply Router::reg_mr(Session& s, const proto::Message& m) {
+  auto req = m.as<proto::RegMr>();
+  constexpr uint32_t kAllAccess =
+      proto::local_write | proto::remote_write | proto::remote_read | proto::remote_atomic;
+  if (!s.pds.count(req.pd)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", req.pd));
+  if (req.access & ~kAllAccess) return error(s, m, EINVAL, fmt::format("access bits {:#x} are not vrdma's", req.access));
+  // Remote write or atomic access needs local write, as in verbs.
+  if ((req.access & (proto::remote_write | proto::remote_atomic)) && !(req.access & proto::local_write))
+    return error(s, m, EINVAL, "remote write or atomic access needs local write access too");
+  if (req.len == 0 || req.len > (1ull << 40)) return error(s, m, EINVAL, fmt::format("length {} B: give 1 B to 1 TiB", req.len));
+  TenantUsage& u = usage_[s.tenant.name];
+  if (s.tenant.max_reg_bytes && u.reg_bytes + req.len > s.tenant.max_reg_bytes)
+    return error(s, m, ENOMEM,
+                 fmt::format("tenant {} would hold {} B registered, over its max_reg_bytes of {} B", s.tenant.name,
+                             u.reg_bytes + req.len, s.tenant.max_reg_bytes));
+  auto mem = SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
+  if (!mem) return error(s, m, ENOMEM, mem.status().message());
+  MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, std::move(*mem)};
+  proto::MrGranted g{e.lkey, e.rkey, e.len, e.mem.mapped_size()};
+  int fd = e.mem.fd();
+  u.reg_bytes += req.len;
+  ++u.mrs;
+  s.mrs.emplace(e.lkey, std::move(e));
+  return {proto::encode(Type::mr_granted, m.h.seq, g), fd};
+}
+
+Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
+  uint32_t lkey = m.as<proto::Handle>().id;
+  auto it = s.mrs.find(lkey);
+  if (it == s.mrs.end()) return error(s, m, EINVAL, fmt::format("lkey {:#x} is not one of this client's regions", lkey));
+  TenantUsage& u = usage_[s.tenant.name];
+  u.reg_bytes -= it->second.len;
+  --u.mrs;
+  keys_in_use_.erase(it->second.lkey);
+  keys_in_use_.erase(it->second.rkey);
+  s.mrs.erase(it);
+  return {proto::encode(Type::done, m.h.seq)};
+}
+
+}  // namespace rb::vrdma

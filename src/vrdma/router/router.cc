@@ -1,0 +1,177 @@
+#include "vrdma/router/router.hh"
+
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "vrdma/ipc/seqpacket.hh"
+
+namespace rb::vrdma {
+namespace {
+
+constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62;
+
+Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", what, std::strerror(errno))}; }
+
+}  // namespace
+
+Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
+  std::unique_ptr<Router> r(new Router(std::move(opts)));
+  auto l = ipc::listen_at(r->opts_.socket_path);
+  if (!l) return l.status();
+  r->listen_ = std::move(*l);
+  r->epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!r->epoll_) return sys_error("epoll_create1");
+  epoll_event ev{EPOLLIN, {.u64 = kListenTag}};
+  if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->listen_.get(), &ev) < 0) return sys_error("epoll_ctl");
+  return r;
+}
+
+Router::~Router() {
+  if (listen_) unlink(opts_.socket_path.c_str());
+}
+
+void Router::log(const std::string& line) const {
+  if (!opts_.quiet) fmt::print(stderr, "vrdmad: {}\n", line);
+}
+
+Status Router::run(int stop_fd) {
+  epoll_event ev{EPOLLIN, {.u64 = kStopTag}};
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0) return sys_error("epoll_ctl");
+  log(fmt::format("serving on {} ({})", opts_.socket_path,
+                  opts_.tenants.from_config() ? fmt::format("{} tenants", opts_.tenants.configured().size())
+                                              : "no config: every uid its own tenant"));
+  epoll_event evs[32];
+  while (true) {
+    // Control traffic only: the loop sleeps in epoll_wait, so an idle router uses no CPU.
+    int n = epoll_wait(epoll_.get(), evs, 32, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("epoll_wait");
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = evs[i].data.u64;
+      if (tag == kStopTag) return {};
+      if (tag == kListenTag) {
+        if (Status st = accept_clients(); !st) return st;
+        continue;
+      }
+      auto it = sessions_.find(uint32_t(tag));
+      if (it == sessions_.end()) continue;
+      if (evs[i].events & EPOLLIN) serve(it->second);
+      else drop(uint32_t(tag));  // hang-up or error with nothing to read
+    }
+  }
+}
+
+Status Router::accept_clients() {
+  while (true) {
+    UniqueFd c(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!c) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) return {};
+      if (errno == EMFILE || errno == ENFILE) {
+        log("out of descriptors: a client connection waits");
+        return {};
+      }
+      return sys_error("accept4");
+    }
+    auto cred = ipc::peer_cred(c.get());
+    if (!cred) continue;
+    uint32_t id = next_id_++;
+    epoll_event ev{EPOLLIN | EPOLLRDHUP, {.u64 = id}};
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.get(), &ev) < 0) return sys_error("epoll_ctl");
+    Session& s = sessions_[id];
+    s.sock = std::move(c);
+    s.id = id;
+    s.pid = cred->pid;
+    s.uid = cred->uid;
+  }
+}
+
+void Router::serve(Session& s) {
+  auto p = ipc::recv_packet(s.sock.get(), proto::kMaxMessage, 0);
+  if (!p || p->bytes.empty()) {
+    drop(s.id);
+    return;
+  }
+  proto::Parsed parsed = proto::parse(p->bytes);
+  if (!parsed.msg) {
+    // A client that speaks something else is not served further: nothing it sends can be trusted.
+    log(fmt::format("client {} (pid {}, uid {}): {}; disconnected", s.id, s.pid, s.uid, parsed.error));
+    if (s.welcomed) ++usage_[s.tenant.name].errors;
+    drop(s.id);
+    return;
+  }
+  Reply r = handle(s, *parsed.msg);
+  if (!r.bytes.empty() && !ipc::send_packet(s.sock.get(), r.bytes, r.fd)) drop(s.id);
+}
+
+Router::Reply Router::handle(Session& s, const proto::Message& m) {
+  using proto::Type;
+  if (m.type() == Type::hello) return hello(s, m);
+  if (!s.welcomed) return error(s, m, EPROTO, "the first message must be hello");
+  ++usage_[s.tenant.name].requests;
+  switch (m.type()) {
+    case Type::alloc_pd: return alloc_pd(s, m);
+    case Type::dealloc_pd: return dealloc_pd(s, m);
+    case Type::reg_mr: return reg_mr(s, m);
+    case Type::dereg_mr: return dereg_mr(s, m);
+    case Type::stats: {
+      std::string text = stats_text();
+      proto::StatsText st{uint32_t(text.size())};
+      return {proto::encode(Type::stats_text, m.h.seq, st, {reinterpret_cast<const uint8_t*>(text.data()), text.size()})};
+    }
+    default: return error(s, m, EPROTO, fmt::format("{} is not a request", proto::type_name(m.type())));
+  }
+}
+
+void Router::drop(uint32_t id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  Session& s = it->second;
+  if (s.welcomed) {
+    TenantUsage& u = usage_[s.tenant.name];
+    --u.clients;
+    u.pds -= s.pds.size();
+    u.mrs -= s.mrs.size();
+    for (uint32_t pd : s.pds) keys_in_use_.erase(pd);
+    for (auto& [lkey, mr] : s.mrs) {
+      u.reg_bytes -= mr.len;
+      keys_in_use_.erase(mr.lkey);
+      keys_in_use_.erase(mr.rkey);
+    }
+    log(fmt::format("client {} (pid {}, tenant {}) gone: released {} PDs, {} MRs", s.id, s.pid, s.tenant.name,
+                    s.pds.size(), s.mrs.size()));
+  }
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
+  sessions_.erase(it);
+}
+
+uint32_t Router::fresh_key() {
+  while (true) {
+    uint32_t k = 0;
+    if (getrandom(&k, sizeof k, 0) != sizeof k) continue;
+    if (k != 0 && keys_in_use_.insert(k).second) return k;
+  }
+}
+
+std::string Router::stats_text() const {
+  std::string out = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", "tenant", "clients", "pds",
+                                "mrs", "reg_bytes", "requests", "errors", "refused");
+  // The text travels in one packet: tenants past what fits are counted, not shown.
+  constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
+  size_t left_out = 0;
+  for (const auto& [name, u] : usage_) {
+    std::string row = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", name, u.clients, u.pds,
+                                  u.mrs, u.reg_bytes, u.requests, u.errors, u.refused_clients);
+    if (out.size() + row.size() > kRoom) ++left_out;
+    else out += row;
+  }
+  if (left_out) out += fmt::format("({} more tenants)\n", left_out);
+  return out;
+}
+
+}  // namespace rb::vrdma

@@ -1,0 +1,83 @@
+#pragma once
+// vrdmad's control plane: clients connect to a Unix socket, are identified by SO_PEERCRED and
+// mapped to tenants, and own protection domains and memory regions the router creates (a memfd
+// per region, passed to the owner only, never a name in /dev/shm). A client that goes away has
+// everything it owned released; its tenant's usage shrinks with it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "core/shm.hh"
+#include "core/status.hh"
+#include "core/unique_fd.hh"
+#include "vrdma/proto/control.hh"
+#include "vrdma/router/tenants.hh"
+
+namespace rb::vrdma {
+
+struct RouterOptions {
+  std::string socket_path;
+  Tenants tenants;
+  bool quiet = false;
+};
+
+struct MemoryRegionEntry {
+  uint32_t pd = 0, access = 0, lkey = 0, rkey = 0;
+  uint64_t len = 0;
+  SharedMemory mem;  // the router keeps a mapping: the router path copies through it
+};
+
+struct Session {
+  UniqueFd sock;
+  uint32_t id = 0, pid = 0, uid = 0;
+  bool welcomed = false;
+  Tenant tenant;
+  std::set<uint32_t> pds;
+  std::map<uint32_t, MemoryRegionEntry> mrs;  // by lkey
+};
+
+struct TenantUsage {
+  uint64_t clients = 0, pds = 0, mrs = 0, reg_bytes = 0;
+  uint64_t requests = 0, errors = 0, refused_clients = 0;
+};
+
+class Router {
+ public:
+  static Result<std::unique_ptr<Router>> create(RouterOptions opts);
+  ~Router();
+  // Serves until `stop_fd` (an eventfd or a signalfd) becomes readable.
+  Status run(int stop_fd);
+  std::string stats_text() const;
+
+ private:
+  explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
+  Status accept_clients();
+  void serve(Session& s);
+  void drop(uint32_t id);
+  // One request; the reply (or error) is sent by the caller. Returns the reply bytes and the
+  // descriptor to pass along (or -1).
+  struct Reply {
+    std::vector<uint8_t> bytes;
+    int fd = -1;
+  };
+  Reply handle(Session& s, const proto::Message& m);
+  Reply hello(Session& s, const proto::Message& m);
+  Reply alloc_pd(Session& s, const proto::Message& m);
+  Reply dealloc_pd(Session& s, const proto::Message& m);
+  Reply reg_mr(Session& s, const proto::Message& m);
+  Reply dereg_mr(Session& s, const proto::Message& m);
+  Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
+  uint32_t fresh_key();  // random (getrandom), never 0, never one in use: keys are not guessable
+  void log(const std::string& line) const;
+
+  RouterOptions opts_;
+  UniqueFd listen_, epoll_;
+  std::map<uint32_t, Session> sessions_;
+  std::map<std::string, TenantUsage> usage_;
+  std::set<uint32_t> keys_in_use_;
+  uint32_t next_id_ = 1;
+};
+
+}  // namespace rb::vrdma

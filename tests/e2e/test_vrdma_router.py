@@ -1,0 +1,200 @@
+"""vrdmad, the vrdma router, as a real daemon with real clients (tests/vrdma/vrdma_client.c on
+libvrdma's C header): tenants from SO_PEERCRED and --config, limits, cleanup of a dead client,
+a dead or stopped router making calls fail within a second, hostile packets, bad input."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import rdmabench_path, run, wait_for_text
+
+BUILD = Path(rdmabench_path()).parent
+VRDMAD = str(BUILD / "vrdmad")
+CLIENT = str(BUILD / "vrdma_client")
+CTL = str(BUILD / "vrdmactl")
+NOBODY = 65534
+# Tests that run a client as another uid (nobody) switch to it, which takes root (CI runs as root).
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="running a client as uid nobody needs root")
+
+
+@pytest.fixture
+def world():
+    """A directory every uid can reach (the socket lives there); removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix="vrdma-"))
+    d.chmod(0o755)
+    yield d
+    subprocess.run(["rm", "-rf", str(d)])
+
+
+class Router:
+    def __init__(self, d, config=None):
+        self.sock = str(d / "vrdma.sock")
+        self.log = d / "vrdmad.log"
+        cmd = [VRDMAD, "--socket", self.sock]
+        if config:
+            cfg = d / "tenants.toml"
+            cfg.write_text(config)
+            cmd += ["--config", str(cfg)]
+        self.proc = subprocess.Popen(cmd, stderr=open(self.log, "w"), stdout=subprocess.DEVNULL)
+        wait_for_text(self.log, "serving on")
+
+    def stats(self):
+        r = run([CTL, "--socket", self.sock, "stats"], timeout=10)
+        assert r.returncode == 0, r.stderr
+        rows = [line.split() for line in r.stdout.splitlines()[1:]]
+        return {row[0]: dict(zip(["clients", "pds", "mrs", "reg_bytes", "requests", "errors", "refused"],
+                                 map(int, row[1:]))) for row in rows}
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def router(world):
+    started = []
+
+    def start(config=None):
+        r = Router(world, config)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        if r.proc.poll() is None:
+            r.proc.kill()
+            r.proc.wait()
+
+
+def client(sock, *steps, user=None, **kw):
+    return run([CLIENT, sock, *steps], timeout=30, user=user, **kw)
+
+
+ME = f"uid-{os.geteuid()}"
+TENANTS = f"""
+[[tenant]]
+name = "alpha"
+uids = [0]
+max_reg_bytes = "1M"
+
+[[tenant]]
+name = "beta"
+uids = [{NOBODY}]
+"""
+
+
+@as_root
+def test_clients_are_tenants_by_uid_and_limits_hold(router):
+    r = router(TENANTS)
+    a = client(r.sock, "pd", "mr:524288", "mr:524288", "!mr:4096", "dereg", "mr:4096")
+    assert a.returncode == 0, a.stdout
+    assert "ok open tenant=alpha" in a.stdout
+    refused = [line for line in a.stdout.splitlines() if line.startswith("fail mr:4096")]
+    assert refused and "errno=12" in refused[0] and "max_reg_bytes of 1048576 B" in refused[0], a.stdout
+    b = client(r.sock, "pd", "mr:2097152", user=NOBODY)  # beta is not limited
+    assert b.returncode == 0, b.stdout + b.stderr
+    assert "ok open tenant=beta" in b.stdout
+
+
+@as_root
+def test_a_uid_in_no_tenant_is_refused(router):
+    r = router(f'[[tenant]]\nname = "only"\nuids = [{NOBODY}]\n')
+    out = client(r.sock, "pd")
+    assert out.returncode == 1
+    assert "fail open errno=1: uid 0 is in no tenant of --config" in out.stdout
+    assert "refused: uid 0 is in no tenant" in r.log.read_text()
+
+
+@as_root
+def test_without_a_config_every_uid_is_its_own_tenant(router):
+    r = router()
+    assert f"tenant=uid-{os.geteuid()}" in client(r.sock).stdout
+    assert f"tenant=uid-{NOBODY}" in client(r.sock, user=NOBODY).stdout
+
+
+def test_objects_are_checked_and_released(router):
+    r = router()
+    out = client(r.sock, "pd", "mr:65536", "!dealloc", "dereg", "!dereg", "dealloc", "!dealloc")
+    assert out.returncode == 0, out.stdout
+    assert "errno=16: PD" in out.stdout and "still has memory regions" in out.stdout
+
+
+def test_a_killed_client_has_everything_released(router, world):
+    r = router()
+    ready = world / "ready"
+    c = subprocess.Popen([CLIENT, r.sock, "pd", "mr:1048576", "mr:65536", f"wait:{ready}"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 10
+    while not ready.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    s = r.stats()[ME]
+    assert (s["mrs"], s["reg_bytes"]) == (2, 1048576 + 65536)
+    c.kill()
+    c.wait()
+    deadline = time.time() + 5
+    while r.stats()[ME]["reg_bytes"] and time.time() < deadline:
+        time.sleep(0.02)
+    s = r.stats()[ME]
+    assert (s["pds"], s["mrs"], s["reg_bytes"]) == (0, 0, 0)
+    assert "released 1 PDs, 2 MRs" in r.log.read_text()
+
+
+@pytest.mark.parametrize("how", ["killed", "stopped"])
+def test_a_dead_or_stuck_router_fails_calls_within_a_second(router, world, how):
+    r = router()
+    ready = world / "ready"
+    c = subprocess.Popen([CLIENT, r.sock, "pd", f"wait:{ready}", "pd"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    deadline = time.time() + 10
+    while not ready.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    r.proc.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+    try:
+        t0 = time.time()
+        out, _ = c.communicate(input="", timeout=10)  # closing stdin ends the wait step
+        elapsed = time.time() - t0
+    finally:
+        if how == "stopped":
+            r.proc.send_signal(signal.SIGCONT)
+    assert c.returncode == 1, out
+    last = out.splitlines()[-1]
+    assert last.startswith("fail pd errno="), out
+    assert ("errno=110" in last) if how == "stopped" else ("errno=104" in last), last
+    assert elapsed < 1.5, elapsed
+
+
+def test_a_restarted_router_serves_again_on_the_same_socket(router):
+    r = router()
+    r.proc.kill()
+    r.proc.wait()
+    assert os.path.exists(r.sock)  # a killed router leaves its socket file
+    r2 = router()
+    assert client(r2.sock, "pd", "mr:4096").returncode == 0
+
+
+def test_a_hostile_client_is_cut_off_and_others_are_served(router):
+    r = router()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.connect(r.sock)
+        s.send(os.urandom(40))
+        s.settimeout(5)
+        assert s.recv(100) == b""  # disconnected
+    assert client(r.sock, "pd", "mr:4096").returncode == 0
+    assert "disconnected" in r.log.read_text()
+
+
+def test_bad_input_is_one_line_and_exit_2(world):
+    bad = world / "bad.toml"
+    bad.write_text('[[tenant]]\nname = "a"\nuids = [1]\nmax_qps = -1\n')
+    r = run([VRDMAD, "--socket", str(world / "s"), "--config", str(bad)], timeout=10)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "tenant[0].max_qps" in r.stderr, r.stderr
+    r = run([VRDMAD, "--turbo"], timeout=10)
+    assert r.returncode == 2 and "--turbo" in r.stderr
+    assert not (world / "s").exists()

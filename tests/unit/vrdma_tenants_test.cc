@@ -1,0 +1,78 @@
+// Tenants from vrdmad's --config: what is accepted, and that every refusal names the field.
+#include <gtest/gtest.h>
+
+#include "vrdma/router/tenants.hh"
+
+namespace rb::vrdma {
+namespace {
+
+constexpr const char* kTwo = R"(
+[[tenant]]
+name = "alpha"
+uids = [1000, 1001]
+rate_bytes = "1G"
+rate_ops = 50000
+max_qps = 8
+max_reg_bytes = "64M"
+
+[[tenant]]
+name = "beta"
+uids = [0]
+path = "router"
+)";
+
+TEST(VrdmaTenants, ParsesLimitsAndFindsTenantsByUid) {
+  auto t = Tenants::parse(kTwo, "--config c.toml");
+  ASSERT_TRUE(t) << t.status().message();
+  auto a = t->of_uid(1001);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->name, "alpha");
+  EXPECT_EQ(a->rate_bytes, 1ull << 30);
+  EXPECT_EQ(a->rate_ops, 50000u);
+  EXPECT_EQ(a->max_qps, 8u);
+  EXPECT_EQ(a->max_reg_bytes, 64ull << 20);
+  EXPECT_TRUE(a->direct);
+  EXPECT_TRUE(a->rate_limited());
+  auto b = t->of_uid(0);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->name, "beta");
+  EXPECT_FALSE(b->direct);
+  EXPECT_FALSE(b->rate_limited());
+  auto none = t->of_uid(4242);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.status().message(), "uid 4242 is in no tenant of --config c.toml");
+}
+
+TEST(VrdmaTenants, WithoutAConfigEveryUidIsItsOwnUnlimitedTenant) {
+  Tenants t;
+  auto a = t.of_uid(1234);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->name, "uid-1234");
+  EXPECT_EQ(a->max_reg_bytes, 0u);
+  EXPECT_FALSE(a->rate_limited());
+}
+
+void expect_refused(const std::string& text, const std::string& needle) {
+  auto t = Tenants::parse(text, "--config c.toml");
+  ASSERT_FALSE(t) << text;
+  EXPECT_NE(t.status().message().find(needle), std::string::npos) << t.status().message();
+  EXPECT_EQ(t.status().message().rfind("--config c.toml", 0), 0u) << t.status().message();
+}
+
+TEST(VrdmaTenants, EveryRefusalNamesTheFieldAndTheRule) {
+  expect_refused("[[tenant]]\nuids=[1]\n", "tenant[0].name");
+  expect_refused("[[tenant]]\nname=\"a\"\n", "tenant[0].uids");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[-1]\n", "tenant[0].uids");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nmax_qps=-2\n", "tenant[0].max_qps");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nrate_bytes=\"lots\"\n", "tenant[0].rate_bytes");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\npath=\"fast\"\n", "tenant[0].path");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nturbo=1\n", "unknown key \"turbo\"");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\n[[tenant]]\nname=\"a\"\nuids=[2]\n", "\"a\" names two tenants");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\n[[tenant]]\nname=\"b\"\nuids=[1]\n", "uid 1 is in two tenants");
+  expect_refused("[tenants]\n", "unknown table \"tenants\"");
+  expect_refused("", "no [[tenant]] entry");
+  expect_refused("[[tenant]\n", "line 1");
+}
+
+}  // namespace
+}  // namespace rb::vrdma

@@ -1,0 +1,101 @@
+/* A client of libvrdma for the e2e tests, written against the public C header alone.
+ *
+ *   vrdma_client SOCKET STEP...
+ *
+ * Steps run in order: pd (allocate a PD), mr:LEN (allocate a region of LEN bytes on the last PD,
+ * write a pattern into it and read it back), dereg (the last region), dealloc (the last PD),
+ * stats (print the router's counters), wait:FILE (create FILE, then block until stdin closes).
+ * A step prefixed with '!' must fail. Each step prints one line: "ok STEP" or
+ * "fail STEP errno=N: why". Exit 0 when every step did as expected, 1 when one did not.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vrdma/vrdma.h>
+
+enum { kMaxObjects = 64 };
+
+static struct vrdma_pd* pds[kMaxObjects];
+static struct vrdma_mr* mrs[kMaxObjects];
+static int npd, nmr;
+
+static int fill_and_check(struct vrdma_mr* mr) {
+  unsigned char* p = mr->addr;
+  for (size_t i = 0; i < mr->length; ++i)
+    if (p[i] != 0) return -EIO; /* a fresh region is zeroed */
+  for (size_t i = 0; i < mr->length; ++i) p[i] = (unsigned char)(i * 7 + 3);
+  for (size_t i = 0; i < mr->length; ++i)
+    if (p[i] != (unsigned char)(i * 7 + 3)) return -EIO;
+  return 0;
+}
+
+static int step(struct vrdma_context* ctx, const char* s) {
+  if (strcmp(s, "pd") == 0) {
+    if (npd == kMaxObjects) return -ENOSPC;
+    struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+    if (!pd) return -errno;
+    pds[npd++] = pd;
+    return 0;
+  }
+  if (strncmp(s, "mr:", 3) == 0) {
+    if (npd == 0 || nmr == kMaxObjects) return -EINVAL;
+    unsigned access = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_READ;
+    struct vrdma_mr* mr = vrdma_alloc_mr(pds[npd - 1], strtoull(s + 3, NULL, 0), access);
+    if (!mr) return -errno;
+    mrs[nmr++] = mr;
+    return fill_and_check(mr);
+  }
+  if (strcmp(s, "dereg") == 0) return nmr ? vrdma_dereg_mr(mrs[--nmr]) : -EINVAL;
+  if (strcmp(s, "dealloc") == 0) {
+    if (npd == 0) return -EINVAL;
+    int r = vrdma_dealloc_pd(pds[npd - 1]);
+    if (r == 0) --npd;
+    return r;
+  }
+  if (strcmp(s, "stats") == 0) {
+    char* text = vrdma_router_stats(ctx);
+    if (!text) return -errno;
+    fputs(text, stdout);
+    free(text);
+    return 0;
+  }
+  if (strncmp(s, "wait:", 5) == 0) {
+    FILE* f = fopen(s + 5, "w");
+    if (!f) return -errno;
+    fclose(f);
+    char buf[64];
+    while (read(0, buf, sizeof buf) > 0) {
+    }
+    return 0;
+  }
+  fprintf(stderr, "vrdma_client: unknown step %s\n", s);
+  exit(2);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: vrdma_client SOCKET STEP...\n");
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  struct vrdma_context* ctx = vrdma_open(argv[1]);
+  if (!ctx) {
+    printf("fail open errno=%d: %s\n", errno, vrdma_last_error());
+    return 1;
+  }
+  printf("ok open tenant=%s\n", vrdma_tenant(ctx));
+  int status = 0;
+  for (int i = 2; i < argc; ++i) {
+    int must_fail = argv[i][0] == '!';
+    const char* s = argv[i] + must_fail;
+    int r = step(ctx, s);
+    if (r == 0) printf("ok %s\n", s);
+    else printf("fail %s errno=%d: %s\n", s, -r, vrdma_last_error());
+    if ((r != 0) != must_fail) status = 1;
+  }
+  vrdma_close(ctx);
+  return status;
+}
