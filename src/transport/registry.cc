@@ -6,6 +6,7 @@
 #include "transport/skeleton/skeleton.hh"
 #include "transport/tcp/tcp_transport.hh"
 #include "transport/ucx/ucx_transport.hh"
+#include "transport/vrdma/vrdma_transport.hh"
 
 namespace rb::transport {
 
@@ -16,6 +17,7 @@ const std::vector<TransportEntry>& registry() {
       tcp::registry_entry(),
       dma::registry_entry(),
       ucx::registry_entry(),
+      vrdma::registry_entry(),
       inproc::registry_entry(),
       skeleton::registry_entry(),
   };

@@ -46,8 +46,43 @@ def listed_transports(*needs):
     return out
 
 
+_ROUTER = {}
+
+
+def start_session_router():
+    """vrdmad for the whole session, so -t vrdma is usable (and listed) like any other transport;
+    every process the tests start finds it through VRDMA_SOCKET. A router that fails to start is
+    an error here, not a transport quietly left out."""
+    vrdmad = Path(rdmabench_path()).parent / "vrdmad"
+    if not os.access(vrdmad, os.X_OK):
+        return
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="rdmabench-e2e-vrdma-"))
+    d.chmod(0o755)
+    sock = d / "vrdma.sock"
+    log = open(d / "vrdmad.log", "w")
+    proc = subprocess.Popen([str(vrdmad), "--socket", str(sock)], stdout=log, stderr=log, start_new_session=True)
+    deadline = time.time() + 10
+    while not sock.exists():
+        if proc.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"vrdmad did not start: {(d / 'vrdmad.log').read_text()}")
+        time.sleep(0.02)
+    os.environ["VRDMA_SOCKET"] = str(sock)
+    _ROUTER.update(proc=proc, dir=d)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "transports(*caps): parametrize `transport` over listed_transports(*caps)")
+    start_session_router()
+
+
+def pytest_unconfigure(config):
+    proc = _ROUTER.get("proc")
+    if proc and proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=10)
+    if _ROUTER.get("dir"):
+        subprocess.run(["rm", "-rf", str(_ROUTER["dir"])])
 
 
 def pytest_generate_tests(metafunc):

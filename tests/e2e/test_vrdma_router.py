@@ -47,7 +47,7 @@ class Router:
         r = run([CTL, "--socket", self.sock, "stats"], timeout=10)
         assert r.returncode == 0, r.stderr
         rows = [line.split() for line in r.stdout.splitlines()[1:]]
-        return {row[0]: dict(zip(["clients", "pds", "mrs", "reg_bytes", "requests", "errors", "refused"],
+        return {row[0]: dict(zip(["clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused"],
                                  map(int, row[1:]))) for row in rows}
 
     def stop(self):

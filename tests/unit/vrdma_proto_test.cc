@@ -65,7 +65,7 @@ TEST(VrdmaProto, RandomPacketsAreRefusedOrParsedWithinBounds) {
     for (auto& b : p) b = uint8_t(rng());
     if (p.size() >= sizeof(Header) && (i & 1)) {  // half of them with a valid header start
       Header h;
-      h.type = uint16_t(rng() % 14);
+      h.type = uint16_t(rng() % 24);
       h.body = uint32_t(p.size() - sizeof h);
       std::memcpy(p.data(), &h, sizeof h);
     }

@@ -8,6 +8,8 @@
 
 #include <vrdma/vrdma.h>
 #include "vrdma/lib/context.hh"
+#include "vrdma/lib/cq.hh"
+#include "vrdma/lib/qp.hh"
 
 struct vrdma_context {
   std::unique_ptr<rb::vrdma::Context> impl;
@@ -16,6 +18,16 @@ struct vrdma_context {
 struct vrdma_pd {
   vrdma_context* ctx;
   uint32_t id;
+};
+
+struct vrdma_cq {
+  vrdma_context* ctx;
+  rb::vrdma::Cq impl;
+};
+
+struct vrdma_qp {
+  vrdma_pd* pd;
+  std::unique_ptr<rb::vrdma::Qp> impl;
 };
 
 namespace {
@@ -103,6 +115,96 @@ char* vrdma_router_stats(vrdma_context* ctx) {
   auto r = ctx->impl->stats();
   if (failed(r)) return nullptr;
   return strdup(r.value->c_str());
+}
+
+const char* vrdma_wc_status_str(int status) {
+  switch (status) {
+    case VRDMA_WC_SUCCESS: return "success";
+    case VRDMA_WC_LOC_LEN_ERR: return "local length error";
+    case VRDMA_WC_LOC_PROT_ERR: return "local protection error";
+    case VRDMA_WC_WR_FLUSH_ERR: return "work request flushed";
+    case VRDMA_WC_REM_ACCESS_ERR: return "remote access error";
+    case VRDMA_WC_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
+    case VRDMA_WC_REM_INV_REQ_ERR: return "remote invalid request";
+    case VRDMA_WC_REM_OP_ERR: return "remote operation error (peer gone)";
+    default: return "general error";
+  }
+}
+
+vrdma_cq* vrdma_create_cq(vrdma_context* ctx, int cqe) {
+  if (cqe < 1) {
+    set_error(EINVAL, "a CQ needs at least one entry");
+    return nullptr;
+  }
+  return new (std::nothrow) vrdma_cq{ctx, rb::vrdma::Cq(cqe)};
+}
+
+int vrdma_destroy_cq(vrdma_cq* cq) {
+  if (cq->impl.has_qps()) return set_error(EBUSY, "the CQ still has QPs");
+  delete cq;
+  return 0;
+}
+
+int vrdma_poll_cq(vrdma_cq* cq, int n, vrdma_wc* wc) {
+  if (n < 0) return set_error(EINVAL, "negative count");
+  int got = cq->impl.poll(n, wc);
+  // What completed is delivered first; then a gone router is an error of the CQ itself.
+  if (got == 0 && cq->ctx->impl->router_gone()) return set_error(ECONNRESET, "the vrdma router is gone");
+  return got;
+}
+
+vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
+  rb::vrdma::QpAttr attr;
+  attr.pd = pd->id;
+  attr.send_cq = a->send_cq ? &a->send_cq->impl : nullptr;
+  attr.recv_cq = a->recv_cq ? &a->recv_cq->impl : nullptr;
+  attr.max_send_wr = a->max_send_wr;
+  attr.max_recv_wr = a->max_recv_wr;
+  attr.max_inline = a->max_inline_data;
+  attr.sig_all = a->sq_sig_all != 0;
+  auto q = rb::vrdma::Qp::create(*pd->ctx->impl, attr);
+  if (failed(q)) return nullptr;
+  return new (std::nothrow) vrdma_qp{pd, std::move(*q.value)};
+}
+
+uint32_t vrdma_qp_num(const vrdma_qp* qp) { return qp->impl->num(); }
+
+int vrdma_qp_address(const vrdma_qp* qp, void* buf, size_t len) {
+  if (len < VRDMA_ADDRESS_BYTES) return set_error(EINVAL, "a QP address needs VRDMA_ADDRESS_BYTES");
+  qp->impl->address(static_cast<uint8_t*>(buf));
+  return VRDMA_ADDRESS_BYTES;
+}
+
+int vrdma_connect_qp(vrdma_qp* qp, const void* address, size_t len) {
+  auto r = qp->impl->connect(static_cast<const uint8_t*>(address), len);
+  return failed(r) ? -r.error.err : 0;
+}
+
+int vrdma_destroy_qp(vrdma_qp* qp) {
+  auto r = qp->pd->ctx->impl->destroy_qp(qp->impl->num());
+  if (failed(r)) return -r.error.err;
+  delete qp;
+  return 0;
+}
+
+int vrdma_post_send(vrdma_qp* qp, vrdma_send_wr* wr, vrdma_send_wr** bad) {
+  int r = qp->impl->post_send(wr, bad);
+  return r ? set_error(r, "post_send: a work request was refused (bad_wr names it)") * -1 : 0;
+}
+
+int vrdma_recover_qp(vrdma_qp* qp) {
+  if (!qp->impl->recover()) return set_error(ECONNRESET, "the peer QP is gone");
+  return 0;
+}
+
+int vrdma_withdraw_recvs(vrdma_qp* qp) {
+  qp->impl->withdraw_recvs();
+  return 0;
+}
+
+int vrdma_post_recv(vrdma_qp* qp, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
+  int r = qp->impl->post_recv(wr, bad);
+  return r ? set_error(r, "post_recv: a work request was refused (bad_wr names it)") * -1 : 0;
 }
 
 }  // extern "C"

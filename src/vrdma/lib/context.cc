@@ -1,9 +1,13 @@
 #include "vrdma/lib/context.hh"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -34,7 +38,29 @@ int errno_of(Errc c) {
   }
 }
 
+size_t page_rounded(size_t len) {
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return (len + page - 1) / page * page;
+}
+
 }  // namespace
+
+Result<FixedMapping> FixedMapping::reserve(size_t len) {
+  size_t n = page_rounded(len);
+  void* p = mmap(nullptr, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return Status(Errc::unavailable, fmt::format("cannot reserve {} B of address space", n));
+  return FixedMapping(static_cast<uint8_t*>(p), n);
+}
+
+Status FixedMapping::map_over(int fd) {
+  void* p = mmap(p_, len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) return {Errc::io, fmt::format("mmap of a region: {}", std::strerror(errno))};
+  return {};
+}
+
+FixedMapping::~FixedMapping() {
+  if (p_) munmap(p_, len_);
+}
 
 std::string default_socket_path() {
   if (const char* s = std::getenv("VRDMA_SOCKET"); s && *s) return s;
@@ -52,11 +78,38 @@ Call<std::unique_ptr<Context>> Context::open(const std::string& socket_path) {
   h.pid = uint32_t(getpid());
   auto a = c->ask(proto::Type::hello, h, proto::Type::welcome);
   if (!a.ok()) return fail<std::unique_ptr<Context>>(a.error.err, a.error.message);
-  c->tenant_ = proto::get_text(a.value->msg.as<proto::Welcome>().tenant, proto::kNameBytes);
+  auto w = a.value->msg.as<proto::Welcome>();
+  c->tenant_ = proto::get_text(w.tenant, proto::kNameBytes);
+  c->router_id_ = w.router_id;
+  c->stop_watch_.reset(eventfd(0, EFD_CLOEXEC));
+  if (!c->stop_watch_) return fail<std::unique_ptr<Context>>(errno, "eventfd for the router watcher");
+  c->watcher_ = std::thread([ctx = c.get()] { ctx->watch_router(); });
   return done(std::move(c));
 }
 
-Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body, proto::Type want) {
+Context::~Context() {
+  if (watcher_.joinable()) {
+    uint64_t one = 1;
+    (void)!write(stop_watch_.get(), &one, sizeof one);
+    watcher_.join();
+  }
+}
+
+// Waits for the router to hang up, reading nothing (replies stay for ask()).
+void Context::watch_router() {
+  pollfd p[2] = {{sock_.get(), POLLRDHUP, 0}, {stop_watch_.get(), POLLIN, 0}};
+  while (true) {
+    int r = poll(p, 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (p[1].revents & POLLIN)) return;
+    if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+      router_gone_.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd) {
   std::lock_guard lk(mu_);
   if (broken_) return fail<Answer>(ECONNRESET, broken_why_);
   uint32_t seq = ++seq_;
@@ -65,7 +118,7 @@ Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body,
     broken_why_ = fmt::format("vrdma router at {}: {}", path_, st.message());
     return fail<Answer>(errno_of(st.code()), broken_why_);
   };
-  if (Status st = ipc::send_packet(sock_.get(), proto::encode(t, seq, body)); !st) return lost(st);
+  if (Status st = ipc::send_packet(sock_.get(), proto::encode(t, seq, body), fd); !st) return lost(st);
   auto p = ipc::recv_packet(sock_.get(), proto::kMaxMessage, kReplyTimeoutMs);
   if (!p) return lost(p.status());
   if (p->bytes.empty()) return lost({Errc::peer_gone, "closed the connection"});
@@ -98,18 +151,63 @@ Call<bool> Context::dealloc_pd(uint32_t pd) {
 }
 
 Call<std::unique_ptr<Region>> Context::alloc_mr(uint32_t pd, uint64_t len, uint32_t access) {
-  auto a = ask(proto::Type::reg_mr, proto::RegMr{pd, access, len}, proto::Type::mr_granted);
+  auto where = FixedMapping::reserve(len);
+  if (!where) return fail<std::unique_ptr<Region>>(ENOMEM, where.status().message());
+  uint64_t va = reinterpret_cast<uint64_t>(where->data());
+  auto a = ask(proto::Type::reg_mr, proto::RegMr{pd, access, len, va}, proto::Type::mr_granted);
   if (!a.ok()) return fail<std::unique_ptr<Region>>(a.error.err, a.error.message);
   auto g = a.value->msg.as<proto::MrGranted>();
-  if (!a.value->fd || g.len != len || g.map_len < len)
+  if (!a.value->fd || g.len != len || g.map_len < where->size())
     return fail<std::unique_ptr<Region>>(EIO, "vrdma router granted a region without its memory");
-  auto m = Mapping::map(a.value->fd.get(), g.map_len);
-  if (!m) return fail<std::unique_ptr<Region>>(ENOMEM, m.status().message());
-  return done(std::make_unique<Region>(Region{g.lkey, g.rkey, pd, len, std::move(*m)}));
+  if (Status st = where->map_over(a.value->fd.get()); !st) return fail<std::unique_ptr<Region>>(ENOMEM, st.message());
+  auto r = std::make_unique<Region>(Region{g.lkey, g.rkey, pd, access, len, std::move(*where)});
+  std::lock_guard lk(regions_mu_);
+  regions_[r->lkey] = r.get();
+  return done(std::move(r));
 }
 
 Call<bool> Context::dereg_mr(const Region& r) {
   auto a = ask(proto::Type::dereg_mr, proto::Handle{r.lkey}, proto::Type::done);
+  if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
+  std::lock_guard lk(regions_mu_);
+  regions_.erase(r.lkey);
+  return done(true);
+}
+
+const Region* Context::region(uint32_t lkey) const {
+  std::lock_guard lk(regions_mu_);
+  auto it = regions_.find(lkey);
+  return it == regions_.end() ? nullptr : it->second;
+}
+
+Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len) {
+  proto::CreateQp c;
+  c.pd = pd;
+  c.mem_len = mem_len;
+  auto a = ask(proto::Type::create_qp, c, proto::Type::qp_created, memfd);
+  if (!a.ok()) return fail<uint32_t>(a.error.err, a.error.message);
+  return done(a.value->msg.as<proto::QpCreated>().qp_num);
+}
+
+Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router) {
+  auto a = ask(proto::Type::connect_qp, proto::ConnectQp{qp_num, peer_qp, peer_router}, proto::Type::qp_connected);
+  if (!a.ok()) return fail<Connected>(a.error.err, a.error.message);
+  if (!a.value->fd) return fail<Connected>(EIO, "vrdma router connected a QP without the peer's queue memory");
+  return done(Connected{std::move(a.value->fd), a.value->msg.as<proto::QpConnected>().peer_mem_len});
+}
+
+Call<Grant> Context::grant(uint32_t qp_num, uint32_t key) {
+  auto a = ask(proto::Type::grant, proto::GrantAsk{qp_num, key}, proto::Type::granted);
+  if (!a.ok()) return fail<Grant>(a.error.err, a.error.message);
+  auto g = a.value->msg.as<proto::Granted>();
+  if (!a.value->fd || g.map_len < g.len) return fail<Grant>(EIO, "vrdma router granted a region without its memory");
+  auto m = Mapping::map(a.value->fd.get(), g.map_len);
+  if (!m) return fail<Grant>(ENOMEM, m.status().message());
+  return done(Grant{g.va, g.len, g.access, std::move(*m)});
+}
+
+Call<bool> Context::destroy_qp(uint32_t qp_num) {
+  auto a = ask(proto::Type::destroy_qp, proto::Handle{qp_num}, proto::Type::done);
   if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
   return done(true);
 }

@@ -3,10 +3,14 @@
 // and its reply at a time (the context's lock), every wait bounded so a dead router is an error
 // within kReplyTimeoutMs, never a hang.
 #include <cstdint>
+#include <atomic>
 #include <map>
+#include <thread>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/shm.hh"
 #include "core/status.hh"
@@ -34,15 +38,51 @@ struct Call {  // a value, or why not
   bool ok() const { return value.has_value(); }
 };
 
+// Memory mapped at an address chosen before the router saw it (verbs addresses are the owner's
+// virtual addresses, which the router hands to peers): reserved first, then the memfd mapped over
+// the reservation.
+class FixedMapping {
+ public:
+  static Result<FixedMapping> reserve(size_t len);
+  Status map_over(int fd);
+  FixedMapping(FixedMapping&& o) noexcept : p_(std::exchange(o.p_, nullptr)), len_(o.len_) {}
+  ~FixedMapping();
+  uint8_t* data() const { return p_; }
+  size_t size() const { return len_; }
+
+ private:
+  FixedMapping(uint8_t* p, size_t len) : p_(p), len_(len) {}
+  uint8_t* p_ = nullptr;
+  size_t len_ = 0;
+};
+
 struct Region {
-  uint32_t lkey = 0, rkey = 0, pd = 0;
+  uint32_t lkey = 0, rkey = 0, pd = 0, access = 0;
   uint64_t len = 0;
+  FixedMapping map;
+  uint64_t va() const { return reinterpret_cast<uint64_t>(map.data()); }
+};
+
+struct Grant {  // a mapping of a peer's region (direct path)
+  uint64_t va = 0, len = 0;
+  uint32_t access = 0;
   Mapping map;
+  uint8_t* at(uint64_t addr) const { return map.data() + (addr - va); }
+  bool covers(uint64_t addr, uint64_t n) const { return addr >= va && n <= len && addr - va <= len - n; }
+};
+
+struct Connected {
+  UniqueFd mem;
+  uint64_t len = 0;
 };
 
 class Context {
  public:
   static Call<std::unique_ptr<Context>> open(const std::string& socket_path);
+  ~Context();
+  // The router closed our connection (it died or cut us off): the data path stops too, since
+  // the checks behind every grant are gone. Set by a thread that waits for the hang-up.
+  bool router_gone() const { return router_gone_.load(std::memory_order_relaxed); }
   const std::string& tenant() const { return tenant_; }
 
   Call<uint32_t> alloc_pd();
@@ -50,6 +90,14 @@ class Context {
   Call<std::unique_ptr<Region>> alloc_mr(uint32_t pd, uint64_t len, uint32_t access);
   Call<bool> dereg_mr(const Region& r);
   Call<std::string> stats();
+  Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len);
+  Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router);
+  Call<Grant> grant(uint32_t qp_num, uint32_t key);
+  Call<bool> destroy_qp(uint32_t qp_num);
+
+  uint64_t router_id() const { return router_id_; }
+  // This client's region of `lkey`, or null.
+  const Region* region(uint32_t lkey) const;
 
  private:
   struct Answer {
@@ -58,16 +106,23 @@ class Context {
     UniqueFd fd;
   };
   // Sends a request and waits for its answer; an Error answer becomes the CallError.
-  Call<Answer> ask(proto::Type t, std::span<const uint8_t> body, proto::Type want);
+  Call<Answer> ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd = -1);
   template <class T>
-  Call<Answer> ask(proto::Type t, const T& body, proto::Type want) {
-    return ask(t, {reinterpret_cast<const uint8_t*>(&body), sizeof body}, want);
+  Call<Answer> ask(proto::Type t, const T& body, proto::Type want, int fd = -1) {
+    return ask(t, {reinterpret_cast<const uint8_t*>(&body), sizeof body}, want, fd);
   }
 
   std::mutex mu_;
   UniqueFd sock_;
   std::string path_, tenant_;
   uint32_t seq_ = 0;
+  void watch_router();
+  uint64_t router_id_ = 0;
+  std::atomic<bool> router_gone_{false};
+  UniqueFd stop_watch_;  // an eventfd: wakes the watcher at close
+  std::thread watcher_;
+  mutable std::mutex regions_mu_;
+  std::map<uint32_t, const Region*> regions_;  // by lkey
   bool broken_ = false;  // a reply went missing: later calls fail at once with why
   std::string broken_why_;
 };

@@ -18,6 +18,13 @@ const char* type_name(Type t) {
     case Type::done: return "done";
     case Type::stats: return "stats";
     case Type::stats_text: return "stats_text";
+    case Type::create_qp: return "create_qp";
+    case Type::qp_created: return "qp_created";
+    case Type::connect_qp: return "connect_qp";
+    case Type::qp_connected: return "qp_connected";
+    case Type::grant: return "grant";
+    case Type::granted: return "granted";
+    case Type::destroy_qp: return "destroy_qp";
   }
   return "unknown";
 }
@@ -36,6 +43,13 @@ std::optional<size_t> body_size(Type t) {
     case Type::reg_mr: return sizeof(RegMr);
     case Type::mr_granted: return sizeof(MrGranted);
     case Type::stats_text: return sizeof(StatsText);
+    case Type::create_qp: return sizeof(CreateQp);
+    case Type::qp_created: return sizeof(QpCreated);
+    case Type::connect_qp: return sizeof(ConnectQp);
+    case Type::qp_connected: return sizeof(QpConnected);
+    case Type::grant: return sizeof(GrantAsk);
+    case Type::granted: return sizeof(Granted);
+    case Type::destroy_qp: return sizeof(Handle);
   }
   return std::nullopt;
 }

@@ -33,6 +33,13 @@ enum class Type : uint16_t {
   done,          // router -> client: Empty
   stats,         // client: Empty; reply StatsText
   stats_text,    // router -> client: text of StatsText::len bytes after it
+  create_qp,     // client: CreateQp with the QP's shared memory (a memfd); reply QpCreated
+  qp_created,    // router -> client
+  connect_qp,    // client: ConnectQp; reply QpConnected with the peer QP's shared memory
+  qp_connected,  // router -> client
+  grant,         // client: GrantAsk (direct path); reply Granted with the region's memfd
+  granted,       // router -> client
+  destroy_qp,    // client: Handle (the QP number); reply done
 };
 const char* type_name(Type t);
 
@@ -54,6 +61,9 @@ struct Welcome {
   uint64_t max_reg_bytes = 0;  // 0: unlimited
   uint32_t max_qps = 0;        // 0: unlimited
   uint32_t client_id = 0;      // the router's number for this connection
+  uint64_t router_id = 0;      // random per router run: QP addresses name it
+  uint8_t direct = 0;          // the tenant's same-host peers use the direct path
+  uint8_t pad[7] = {};
 };
 // Errors mirror errno values the verbs API uses (EINVAL, ENOMEM, EPERM, ...), so a verbs layer
 // can return them unchanged.
@@ -74,6 +84,7 @@ struct RegMr {
   uint32_t pd = 0;
   uint32_t access = 0;  // Access bits
   uint64_t len = 0;     // bytes; the router rounds the memfd up to whole pages
+  uint64_t va = 0;      // where the client maps it: verbs addresses are the owner's virtual addresses
 };
 struct MrGranted {
   uint32_t lkey = 0, rkey = 0;
@@ -82,6 +93,33 @@ struct MrGranted {
 };
 struct StatsText {
   uint32_t len = 0;
+};
+struct CreateQp {
+  uint32_t pd = 0;
+  uint32_t pad = 0;
+  uint64_t mem_len = 0;  // bytes of the QP's shared memory (the descriptor rides with the packet)
+};
+struct QpCreated {
+  uint32_t qp_num = 0;
+};
+struct ConnectQp {
+  uint32_t qp_num = 0;       // the caller's
+  uint32_t peer_qp_num = 0;  // from the peer's address
+  uint64_t peer_router = 0;  // the router the peer's address names
+};
+struct QpConnected {
+  uint64_t peer_mem_len = 0;  // map this much of the descriptor
+};
+// Direct path: a mapping of a region of the connected peer QP's PD, named by its rkey (for
+// WRITE, READ, atomics) or its lkey (a receive buffer a SEND fills).
+struct GrantAsk {
+  uint32_t qp_num = 0;
+  uint32_t key = 0;
+};
+struct Granted {
+  uint64_t va = 0, len = 0, map_len = 0;
+  uint32_t access = 0;
+  uint32_t pad = 0;
 };
 
 template <class T>
@@ -92,6 +130,12 @@ template <> constexpr Type type_of<Error>() { return Type::error; }
 template <> constexpr Type type_of<RegMr>() { return Type::reg_mr; }
 template <> constexpr Type type_of<MrGranted>() { return Type::mr_granted; }
 template <> constexpr Type type_of<StatsText>() { return Type::stats_text; }
+template <> constexpr Type type_of<CreateQp>() { return Type::create_qp; }
+template <> constexpr Type type_of<QpCreated>() { return Type::qp_created; }
+template <> constexpr Type type_of<ConnectQp>() { return Type::connect_qp; }
+template <> constexpr Type type_of<QpConnected>() { return Type::qp_connected; }
+template <> constexpr Type type_of<GrantAsk>() { return Type::grant; }
+template <> constexpr Type type_of<Granted>() { return Type::granted; }
 
 // The body size each type must carry; nullopt for a type that is not ours.
 std::optional<size_t> body_size(Type t);

@@ -34,6 +34,8 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   w.max_reg_bytes = s.tenant.max_reg_bytes;
   w.max_qps = s.tenant.max_qps;
   w.client_id = s.id;
+  w.router_id = router_id_;
+  w.direct = s.tenant.direct;
   log(fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
   return {proto::encode(Type::welcome, m.h.seq, w)};
 }
@@ -73,7 +75,7 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m) {
                              u.reg_bytes + req.len, s.tenant.max_reg_bytes));
   auto mem = SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
   if (!mem) return error(s, m, ENOMEM, mem.status().message());
-  MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, std::move(*mem)};
+  MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va, std::move(*mem)};
   proto::MrGranted g{e.lkey, e.rkey, e.len, e.mem.mapped_size()};
   int fd = e.mem.fd();
   u.reg_bytes += req.len;
@@ -89,6 +91,7 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
   TenantUsage& u = usage_[s.tenant.name];
   u.reg_bytes -= it->second.len;
   --u.mrs;
+  revoke_grants_of(s);
   keys_in_use_.erase(it->second.lkey);
   keys_in_use_.erase(it->second.rkey);
   s.mrs.erase(it);

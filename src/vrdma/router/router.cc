@@ -22,6 +22,7 @@ Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", wha
 
 Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   std::unique_ptr<Router> r(new Router(std::move(opts)));
+  if (getrandom(&r->router_id_, sizeof r->router_id_, 0) != sizeof r->router_id_) return sys_error("getrandom");
   auto l = ipc::listen_at(r->opts_.socket_path);
   if (!l) return l.status();
   r->listen_ = std::move(*l);
@@ -105,11 +106,11 @@ void Router::serve(Session& s) {
     drop(s.id);
     return;
   }
-  Reply r = handle(s, *parsed.msg);
+  Reply r = handle(s, *parsed.msg, p->fd);
   if (!r.bytes.empty() && !ipc::send_packet(s.sock.get(), r.bytes, r.fd)) drop(s.id);
 }
 
-Router::Reply Router::handle(Session& s, const proto::Message& m) {
+Router::Reply Router::handle(Session& s, const proto::Message& m, UniqueFd& fd) {
   using proto::Type;
   if (m.type() == Type::hello) return hello(s, m);
   if (!s.welcomed) return error(s, m, EPROTO, "the first message must be hello");
@@ -119,6 +120,10 @@ Router::Reply Router::handle(Session& s, const proto::Message& m) {
     case Type::dealloc_pd: return dealloc_pd(s, m);
     case Type::reg_mr: return reg_mr(s, m);
     case Type::dereg_mr: return dereg_mr(s, m);
+    case Type::create_qp: return create_qp(s, m, fd);
+    case Type::connect_qp: return connect_qp(s, m);
+    case Type::grant: return grant(s, m);
+    case Type::destroy_qp: return destroy_qp(s, m);
     case Type::stats: {
       std::string text = stats_text();
       proto::StatsText st{uint32_t(text.size())};
@@ -138,6 +143,9 @@ void Router::drop(uint32_t id) {
     u.pds -= s.pds.size();
     u.mrs -= s.mrs.size();
     for (uint32_t pd : s.pds) keys_in_use_.erase(pd);
+    u.qps -= s.qps.size();
+    revoke_grants_of(s);
+    for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
     for (auto& [lkey, mr] : s.mrs) {
       u.reg_bytes -= mr.len;
       keys_in_use_.erase(mr.lkey);
@@ -159,14 +167,14 @@ uint32_t Router::fresh_key() {
 }
 
 std::string Router::stats_text() const {
-  std::string out = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", "tenant", "clients", "pds",
-                                "mrs", "reg_bytes", "requests", "errors", "refused");
+  std::string out = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", "tenant", "clients",
+                                "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused");
   // The text travels in one packet: tenants past what fits are counted, not shown.
   constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
   size_t left_out = 0;
   for (const auto& [name, u] : usage_) {
-    std::string row = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", name, u.clients, u.pds,
-                                  u.mrs, u.reg_bytes, u.requests, u.errors, u.refused_clients);
+    std::string row = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", name, u.clients,
+                                  u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors, u.refused_clients);
     if (out.size() + row.size() > kRoom) ++left_out;
     else out += row;
   }

@@ -13,6 +13,7 @@
 #include "core/status.hh"
 #include "core/unique_fd.hh"
 #include "vrdma/proto/control.hh"
+#include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/tenants.hh"
 
 namespace rb::vrdma {
@@ -25,8 +26,17 @@ struct RouterOptions {
 
 struct MemoryRegionEntry {
   uint32_t pd = 0, access = 0, lkey = 0, rkey = 0;
-  uint64_t len = 0;
+  uint64_t len = 0, va = 0;  // va: where the owner mapped it (verbs addresses are the owner's)
   SharedMemory mem;  // the router keeps a mapping: the router path copies through it
+};
+
+struct QpEntry {
+  uint32_t num = 0, pd = 0, owner = 0;  // owner: the session
+  uint32_t peer = 0;                    // the QP it connected to, 0 before
+  UniqueFd fd;                          // its shared memory (the owner's memfd), for the peer
+  Mapping mem;                          // mapped here to mark it broken or bump its grant epoch
+  uint64_t len = 0;
+  proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
 
 struct Session {
@@ -34,12 +44,12 @@ struct Session {
   uint32_t id = 0, pid = 0, uid = 0;
   bool welcomed = false;
   Tenant tenant;
-  std::set<uint32_t> pds;
+  std::set<uint32_t> pds, qps;
   std::map<uint32_t, MemoryRegionEntry> mrs;  // by lkey
 };
 
 struct TenantUsage {
-  uint64_t clients = 0, pds = 0, mrs = 0, reg_bytes = 0;
+  uint64_t clients = 0, pds = 0, mrs = 0, qps = 0, reg_bytes = 0;
   uint64_t requests = 0, errors = 0, refused_clients = 0;
 };
 
@@ -62,12 +72,19 @@ class Router {
     std::vector<uint8_t> bytes;
     int fd = -1;
   };
-  Reply handle(Session& s, const proto::Message& m);
+  Reply handle(Session& s, const proto::Message& m, UniqueFd& fd);
   Reply hello(Session& s, const proto::Message& m);
   Reply alloc_pd(Session& s, const proto::Message& m);
   Reply dealloc_pd(Session& s, const proto::Message& m);
   Reply reg_mr(Session& s, const proto::Message& m);
   Reply dereg_mr(Session& s, const proto::Message& m);
+  Reply create_qp(Session& s, const proto::Message& m, UniqueFd& fd);
+  Reply connect_qp(Session& s, const proto::Message& m);
+  Reply grant(Session& s, const proto::Message& m);
+  Reply destroy_qp(Session& s, const proto::Message& m);
+  // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
+  void revoke_grants_of(const Session& s);
+  void release_qp(uint32_t num);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
   uint32_t fresh_key();  // random (getrandom), never 0, never one in use: keys are not guessable
   void log(const std::string& line) const;
@@ -77,6 +94,8 @@ class Router {
   std::map<uint32_t, Session> sessions_;
   std::map<std::string, TenantUsage> usage_;
   std::set<uint32_t> keys_in_use_;
+  std::map<uint32_t, QpEntry> qps_;  // every QP, by number
+  uint64_t router_id_ = 0;
   uint32_t next_id_ = 1;
 };
 

@@ -55,6 +55,125 @@ int vrdma_dereg_mr(struct vrdma_mr *mr);
 /* The router's per-tenant counters as text (a table); free() it. NULL on failure. */
 char *vrdma_router_stats(struct vrdma_context *ctx);
 
+/* ---- Completion queues and reliable-connected queue pairs ----
+ * Work requests and completions mirror verbs (ibv_send_wr, ibv_wc): addresses are virtual
+ * addresses in the owner's process, inside a region whose key the request names. Completions of
+ * one QP come in the order its requests were posted. A request that fails completes with an
+ * error status and moves its QP to the error state: later requests complete with
+ * VRDMA_WC_WR_FLUSH_ERR, and so do receives still posted. */
+
+struct vrdma_cq;
+struct vrdma_qp;
+
+enum { VRDMA_MAX_SGE = 4, VRDMA_ADDRESS_BYTES = 16 };
+
+enum vrdma_wr_opcode {
+  VRDMA_WR_RDMA_WRITE,
+  VRDMA_WR_RDMA_WRITE_WITH_IMM,
+  VRDMA_WR_SEND,
+  VRDMA_WR_SEND_WITH_IMM,
+  VRDMA_WR_RDMA_READ,
+  VRDMA_WR_ATOMIC_CMP_AND_SWP,
+  VRDMA_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+enum vrdma_send_flags {
+  VRDMA_SEND_SIGNALED = 1, /* a completion even when the QP was made with sq_sig_all = 0 */
+  VRDMA_SEND_INLINE = 2,   /* the payload is copied at post time; no lkey needed */
+};
+
+struct vrdma_sge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+struct vrdma_send_wr {
+  uint64_t wr_id;
+  struct vrdma_send_wr *next;
+  struct vrdma_sge *sg_list;
+  int num_sge;
+  int opcode;               /* vrdma_wr_opcode */
+  unsigned send_flags;      /* vrdma_send_flags */
+  uint32_t imm_data;        /* the WITH_IMM opcodes */
+  uint64_t remote_addr;     /* RDMA and atomics: the target's virtual address */
+  uint32_t rkey;
+  uint64_t compare_add;     /* fetch-add: the addend; compare-swap: the expected value */
+  uint64_t swap;            /* compare-swap: the new value */
+};
+
+struct vrdma_recv_wr {
+  uint64_t wr_id;
+  struct vrdma_recv_wr *next;
+  struct vrdma_sge *sg_list;
+  int num_sge;
+};
+
+enum vrdma_wc_status {
+  VRDMA_WC_SUCCESS = 0,
+  VRDMA_WC_LOC_LEN_ERR,      /* a message longer than the receive buffer */
+  VRDMA_WC_LOC_PROT_ERR,     /* a local address outside the region its lkey names */
+  VRDMA_WC_WR_FLUSH_ERR,     /* the QP was in the error state */
+  VRDMA_WC_REM_ACCESS_ERR,   /* a remote address, key or access right the target does not grant */
+  VRDMA_WC_RNR_RETRY_EXC_ERR,/* the peer posted no receive in time */
+  VRDMA_WC_REM_INV_REQ_ERR,  /* a SEND longer than the receive it met */
+  VRDMA_WC_REM_OP_ERR,       /* the peer is gone */
+  VRDMA_WC_GENERAL_ERR,
+};
+
+enum vrdma_wc_opcode {
+  VRDMA_WC_SEND,
+  VRDMA_WC_RDMA_WRITE,
+  VRDMA_WC_RDMA_READ,
+  VRDMA_WC_COMP_SWAP,
+  VRDMA_WC_FETCH_ADD,
+  VRDMA_WC_RECV = 128,
+  VRDMA_WC_RECV_RDMA_WITH_IMM,
+};
+
+enum { VRDMA_WC_WITH_IMM = 1 };
+
+struct vrdma_wc {
+  uint64_t wr_id;
+  int status;     /* vrdma_wc_status */
+  int opcode;     /* vrdma_wc_opcode */
+  uint32_t byte_len;
+  uint32_t imm_data;
+  unsigned wc_flags;
+  uint32_t qp_num;
+};
+
+const char *vrdma_wc_status_str(int status);
+
+struct vrdma_cq *vrdma_create_cq(struct vrdma_context *ctx, int cqe);
+int vrdma_destroy_cq(struct vrdma_cq *cq);
+/* Up to `n` completions into `wc`; returns how many, or a negative errno value: -ECONNRESET once
+ * the router is gone (the data path stops with it; requests fail with VRDMA_WC_REM_OP_ERR). */
+int vrdma_poll_cq(struct vrdma_cq *cq, int n, struct vrdma_wc *wc);
+
+struct vrdma_qp_init_attr {
+  struct vrdma_cq *send_cq, *recv_cq;
+  uint32_t max_send_wr, max_recv_wr, max_inline_data;
+  int sq_sig_all;
+};
+struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, const struct vrdma_qp_init_attr *attr);
+uint32_t vrdma_qp_num(const struct vrdma_qp *qp);
+/* The QP's address (VRDMA_ADDRESS_BYTES), for the peer to connect to; handed over out of band. */
+int vrdma_qp_address(const struct vrdma_qp *qp, void *buf, size_t len);
+/* Connects to the peer QP at `address`; both sides connect to each other. */
+int vrdma_connect_qp(struct vrdma_qp *qp, const void *address, size_t len);
+int vrdma_destroy_qp(struct vrdma_qp *qp);
+/* Post calls return 0, or an errno value (positive, as verbs does) with *bad_wr naming the first
+ * request not taken. On the direct path a request has completed when vrdma_post_send returns. */
+int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr, struct vrdma_send_wr **bad_wr);
+int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad_wr);
+/* Takes back every receive still posted: each completes on the recv CQ with
+ * VRDMA_WC_WR_FLUSH_ERR, and the peer will not fill it. */
+int vrdma_withdraw_recvs(struct vrdma_qp *qp);
+/* Brings a QP in the error state back to ready with the same peer, as verbs' modify_qp through
+ * RESET to RTS would; receives were flushed already. Fails with ECONNRESET when the peer is gone. */
+int vrdma_recover_qp(struct vrdma_qp *qp);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,414 @@
+#include "vrdma/lib/qp.hh"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "vrdma/lib/cq.hh"
+
+namespace rb::vrdma {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kRnrTimeout = std::chrono::seconds(1);  // a SEND waits this long for a receive
+constexpr uint32_t kAddressMagic = 0x44415256;       // "VRAD"
+
+uint64_t align64(uint64_t n) { return (n + 63) & ~uint64_t(63); }
+
+struct Piece {
+  uint8_t* p;
+  uint64_t len;
+};
+
+// Copies the bytes of `from` into `to`, both lists of pieces, as far as both reach. The last
+// byte goes last, with release: a target polling it finds the rest there (write latency).
+void copy_pieces(const Piece* from, int nfrom, const Piece* to, int nto) {
+  uint64_t total = 0;
+  for (int i = 0; i < nfrom; ++i) total += from[i].len;
+  uint64_t room = 0;
+  for (int i = 0; i < nto; ++i) room += to[i].len;
+  if (room < total) total = room;
+  if (total == 0) return;
+  uint8_t* last_dst = nullptr;
+  uint8_t last_byte = 0;
+  int fi = 0, ti = 0;
+  uint64_t fo = 0, to_off = 0, left = total;
+  while (left) {
+    while (fo == from[fi].len) ++fi, fo = 0;
+    while (to_off == to[ti].len) ++ti, to_off = 0;
+    uint64_t n = std::min({from[fi].len - fo, to[ti].len - to_off, left});
+    if (n == left) {  // the final run: hold its last byte back
+      if (n > 1) std::memcpy(to[ti].p + to_off, from[fi].p + fo, n - 1);
+      last_dst = to[ti].p + to_off + n - 1;
+      last_byte = from[fi].p[fo + n - 1];
+    } else {
+      std::memcpy(to[ti].p + to_off, from[fi].p + fo, n);
+    }
+    fo += n;
+    to_off += n;
+    left -= n;
+  }
+  std::atomic_ref<uint8_t>(*last_dst).store(last_byte, std::memory_order_release);
+}
+
+int wc_opcode(int wr_opcode) {
+  switch (wr_opcode) {
+    case VRDMA_WR_RDMA_WRITE:
+    case VRDMA_WR_RDMA_WRITE_WITH_IMM: return VRDMA_WC_RDMA_WRITE;
+    case VRDMA_WR_SEND:
+    case VRDMA_WR_SEND_WITH_IMM: return VRDMA_WC_SEND;
+    case VRDMA_WR_RDMA_READ: return VRDMA_WC_RDMA_READ;
+    case VRDMA_WR_ATOMIC_CMP_AND_SWP: return VRDMA_WC_COMP_SWAP;
+    default: return VRDMA_WC_FETCH_ADD;
+  }
+}
+
+}  // namespace
+
+Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
+  auto fail = [](int err, std::string m) {
+    Call<std::unique_ptr<Qp>> c;
+    c.error = {err, std::move(m)};
+    return c;
+  };
+  if (attr.max_recv_wr > (1u << 16) || attr.max_send_wr > (1u << 16))
+    return fail(EINVAL, "max_send_wr and max_recv_wr go up to 65536");
+  uint64_t slots = 1;
+  while (slots < std::max<uint32_t>(attr.max_recv_wr, 1)) slots <<= 1;
+  uint64_t recv_off = align64(sizeof(proto::QpHeader));
+  uint64_t arr_off = recv_off + align64(SpscRing<proto::RecvEntry>::bytes_for(slots));
+  uint64_t total = arr_off + align64(SpscRing<proto::Arrival>::bytes_for(slots));
+  auto mem = SharedMemory::create("vrdma-qp", total);
+  if (!mem) return fail(ENOMEM, mem.status().message());
+  std::unique_ptr<Qp> q(new Qp(ctx, attr, std::move(*mem)));
+  q->hdr_ = new (q->mem_.data()) proto::QpHeader();
+  q->hdr_->recv_slots = uint32_t(slots);
+  q->hdr_->recv_ring_off = recv_off;
+  q->hdr_->arrival_ring_off = arr_off;
+  q->hdr_->total_len = total;
+  auto r = SpscRing<proto::RecvEntry>::create({q->mem_.data() + recv_off, arr_off - recv_off}, slots);
+  auto a = SpscRing<proto::Arrival>::create({q->mem_.data() + arr_off, total - arr_off}, slots);
+  if (!r || !a) return fail(EIO, "cannot lay out the QP's rings");
+  q->my_recvs_.emplace(*r);
+  q->my_arrivals_.emplace(*a);
+  auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total);
+  if (!num.ok()) return fail(num.error.err, num.error.message);
+  q->num_ = *num.value;
+  if (attr.recv_cq) attr.recv_cq->attach_receiver(q.get());
+  if (attr.send_cq) attr.send_cq->add_sender();
+  Call<std::unique_ptr<Qp>> c;
+  c.value = std::move(q);
+  return c;
+}
+
+Qp::Qp(Context& ctx, const QpAttr& attr, SharedMemory mem) : ctx_(ctx), attr_(attr), mem_(std::move(mem)) {}
+
+Qp::~Qp() {
+  if (attr_.recv_cq) attr_.recv_cq->detach(this);
+  if (attr_.send_cq) attr_.send_cq->remove_sender();
+}
+
+void Qp::address(uint8_t out[VRDMA_ADDRESS_BYTES]) const {
+  uint64_t router = ctx_.router_id();
+  std::memcpy(out, &router, 8);
+  std::memcpy(out + 8, &num_, 4);
+  std::memcpy(out + 12, &kAddressMagic, 4);
+}
+
+Call<bool> Qp::connect(const uint8_t* address, size_t len) {
+  Call<bool> c;
+  uint64_t router;
+  uint32_t peer, magic;
+  if (len != VRDMA_ADDRESS_BYTES) {
+    c.error = {EINVAL, fmt::format("a QP address is {} bytes, not {}", int(VRDMA_ADDRESS_BYTES), len)};
+    return c;
+  }
+  std::memcpy(&router, address, 8);
+  std::memcpy(&peer, address + 8, 4);
+  std::memcpy(&magic, address + 12, 4);
+  if (magic != kAddressMagic) {
+    c.error = {EINVAL, "not a vrdma QP address"};
+    return c;
+  }
+  if (peer_mem_) {
+    c.error = {EISCONN, fmt::format("QP {:#x} is connected already", num_)};
+    return c;
+  }
+  auto got = ctx_.connect_qp(num_, peer, router);
+  if (!got.ok()) return {std::nullopt, got.error};
+  auto m = Mapping::map(got.value->mem.get(), got.value->len);
+  if (!m) {
+    c.error = {EIO, m.status().message()};
+    return c;
+  }
+  // The peer laid this out: every offset is checked against what we mapped before use.
+  auto* h = reinterpret_cast<proto::QpHeader*>(m->data());
+  uint64_t L = m->size();
+  if (L < sizeof(proto::QpHeader) || h->magic != proto::kQpMagic || h->recv_ring_off >= L ||
+      h->arrival_ring_off >= L || h->arrival_ring_off < h->recv_ring_off) {
+    c.error = {EPROTO, "the peer QP's memory is not laid out as a QP"};
+    return c;
+  }
+  auto r = SpscRing<proto::RecvEntry>::attach({m->data() + h->recv_ring_off, h->arrival_ring_off - h->recv_ring_off});
+  auto a = SpscRing<proto::Arrival>::attach({m->data() + h->arrival_ring_off, L - h->arrival_ring_off});
+  if (!r || !a) {
+    c.error = {EPROTO, "the peer QP's rings do not check: " + (r ? a.status() : r.status()).message()};
+    return c;
+  }
+  peer_hdr_ = h;
+  peer_recvs_.emplace(*r);
+  peer_arrivals_.emplace(*a);
+  peer_mem_.emplace(std::move(*m));
+  c.value = true;
+  return c;
+}
+
+bool Qp::peer_broken() const { return hdr_->state.load(std::memory_order_relaxed) != 0 || ctx_.router_gone(); }
+
+const Grant* Qp::grant(uint32_t key) {
+  uint64_t epoch = hdr_->grant_epoch.load(std::memory_order_acquire);
+  if (epoch != grant_epoch_) {  // the peer deregistered something: forget every mapping
+    grants_.clear();
+    grant_epoch_ = epoch;
+  }
+  auto it = grants_.find(key);
+  if (it != grants_.end()) return &it->second;
+  auto g = ctx_.grant(num_, key);
+  if (!g.ok()) return nullptr;
+  return &grants_.emplace(key, std::move(*g.value)).first->second;
+}
+
+bool Qp::local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) const {
+  total = 0;
+  for (int i = 0; i < n; ++i) {
+    const Region* r = ctx_.region(sg[i].lkey);
+    if (!r || r->pd != attr_.pd || (access && !(r->access & access))) return false;
+    uint64_t va = r->va();
+    if (sg[i].addr < va || sg[i].length > r->len || sg[i].addr - va > r->len - sg[i].length) return false;
+    total += sg[i].length;
+  }
+  return true;
+}
+
+int Qp::post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
+  for (; wr; wr = wr->next) {
+    uint64_t total;
+    if (wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge) ||
+        !local_ok(wr->sg_list, wr->num_sge, proto::local_write, total)) {
+      if (bad) *bad = wr;
+      return wr->num_sge > int(proto::kMaxSge) ? EINVAL : EFAULT;
+    }
+    proto::RecvEntry e;
+    e.wr_id = wr->wr_id;
+    e.seq = next_recv_seq_;
+    e.nsge = uint32_t(wr->num_sge);
+    for (int i = 0; i < wr->num_sge; ++i) e.sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+    if (!my_recvs_->push(e)) {
+      if (bad) *bad = wr;
+      return ENOMEM;
+    }
+    posted_recvs_.push_back({next_recv_seq_++, wr->wr_id});
+  }
+  return 0;
+}
+
+int Qp::post_send(vrdma_send_wr* wr, vrdma_send_wr** bad) {
+  for (; wr; wr = wr->next) {
+    bool known = wr->opcode >= VRDMA_WR_RDMA_WRITE && wr->opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    if (!peer_mem_ || !known || wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge)) {
+      if (bad) *bad = wr;
+      return !peer_mem_ ? ENOTCONN : EINVAL;
+    }
+    Outcome o;
+    if (error_) o.status = VRDMA_WC_WR_FLUSH_ERR;
+    else if (peer_broken()) o.status = VRDMA_WC_REM_OP_ERR;
+    else o = execute(*wr);
+    complete(*wr, o);
+  }
+  return 0;
+}
+
+void Qp::complete(const vrdma_send_wr& wr, const Outcome& o) {
+  if (o.status != VRDMA_WC_SUCCESS) fail_qp();
+  bool report = o.status != VRDMA_WC_SUCCESS || attr_.sig_all || (wr.send_flags & VRDMA_SEND_SIGNALED);
+  if (!report || !attr_.send_cq) return;
+  vrdma_wc wc{};
+  wc.wr_id = wr.wr_id;
+  wc.status = o.status;
+  wc.opcode = wc_opcode(wr.opcode);
+  wc.byte_len = o.byte_len;
+  wc.qp_num = num_;
+  attr_.send_cq->push(wc);
+}
+
+Qp::Outcome Qp::execute(const vrdma_send_wr& wr) {
+  switch (wr.opcode) {
+    case VRDMA_WR_RDMA_WRITE: return rdma(wr, proto::remote_write, true);
+    case VRDMA_WR_RDMA_WRITE_WITH_IMM: {
+      Outcome o = rdma(wr, proto::remote_write, true);
+      if (o.status != VRDMA_WC_SUCCESS) return o;
+      return deliver(wr, proto::ArrivalKind::write_imm, o.byte_len);
+    }
+    case VRDMA_WR_SEND: return deliver(wr, proto::ArrivalKind::send, 0);
+    case VRDMA_WR_SEND_WITH_IMM: return deliver(wr, proto::ArrivalKind::send_imm, 0);
+    case VRDMA_WR_RDMA_READ: return rdma(wr, proto::remote_read, false);
+    default: return atomic(wr);
+  }
+}
+
+Qp::Outcome Qp::rdma(const vrdma_send_wr& wr, uint32_t need, bool write) {
+  bool inline_data = write && (wr.send_flags & VRDMA_SEND_INLINE);
+  uint64_t total = 0;
+  if (inline_data) {
+    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+    if (total > attr_.max_inline) return {VRDMA_WC_LOC_LEN_ERR, 0};
+  } else if (!local_ok(wr.sg_list, wr.num_sge, write ? 0u : uint32_t(proto::local_write), total)) {
+    return {VRDMA_WC_LOC_PROT_ERR, 0};
+  }
+  const Grant* g = grant(wr.rkey);
+  if (!g || !(g->access & need) || !g->covers(wr.remote_addr, total)) return {VRDMA_WC_REM_ACCESS_ERR, 0};
+  Piece local[proto::kMaxSge];
+  for (int i = 0; i < wr.num_sge; ++i)
+    local[i] = {reinterpret_cast<uint8_t*>(wr.sg_list[i].addr), wr.sg_list[i].length};
+  Piece remote{g->at(wr.remote_addr), total};
+  if (write) copy_pieces(local, wr.num_sge, &remote, 1);
+  else copy_pieces(&remote, 1, local, wr.num_sge);
+  return {VRDMA_WC_SUCCESS, uint32_t(total)};
+}
+
+Qp::Outcome Qp::atomic(const vrdma_send_wr& wr) {
+  uint64_t total;
+  if (wr.num_sge != 1 || wr.sg_list[0].length != 8 || !local_ok(wr.sg_list, 1, proto::local_write, total))
+    return {VRDMA_WC_LOC_PROT_ERR, 0};
+  const Grant* g = grant(wr.rkey);
+  if (!g || !(g->access & proto::remote_atomic) || wr.remote_addr % 8 || !g->covers(wr.remote_addr, 8))
+    return {VRDMA_WC_REM_ACCESS_ERR, 0};
+  std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(g->at(wr.remote_addr)));
+  uint64_t old;
+  if (wr.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
+    old = target.fetch_add(wr.compare_add, std::memory_order_acq_rel);
+  } else {
+    old = wr.compare_add;
+    target.compare_exchange_strong(old, wr.swap, std::memory_order_acq_rel);
+  }
+  std::memcpy(reinterpret_cast<void*>(wr.sg_list[0].addr), &old, 8);
+  return {VRDMA_WC_SUCCESS, 8};
+}
+
+// Takes the peer's next receive (waiting up to kRnrTimeout for one), fills it with the SEND's
+// bytes (none for a write with immediate data) and tells the peer with an arrival.
+Qp::Outcome Qp::deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32_t write_len) {
+  bool with_data = kind != proto::ArrivalKind::write_imm;
+  uint64_t total = 0;
+  if (with_data) {
+    if (wr.send_flags & VRDMA_SEND_INLINE) {
+      for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+      if (total > attr_.max_inline) return {VRDMA_WC_LOC_LEN_ERR, 0};
+    } else if (!local_ok(wr.sg_list, wr.num_sge, 0, total)) {
+      return {VRDMA_WC_LOC_PROT_ERR, 0};
+    }
+  }
+  proto::RecvEntry e;
+  auto deadline = Clock::now() + kRnrTimeout;
+  for (int spins = 0; !peer_recvs_->pop(e) || e.seq < peer_hdr_->withdrawn_below.load(std::memory_order_acquire);
+       ++spins) {
+    if (peer_broken()) return {VRDMA_WC_REM_OP_ERR, 0};
+    if (spins % 64 == 63) {
+      if (Clock::now() > deadline) return {VRDMA_WC_RNR_RETRY_EXC_ERR, 0};
+      sched_yield();  // the receiver may need this core to post
+    }
+  }
+  proto::Arrival a;
+  a.recv_seq = e.seq;
+  a.kind = uint8_t(kind);
+  a.imm = wr.imm_data;
+  a.byte_len = with_data ? uint32_t(total) : write_len;
+  Outcome o{VRDMA_WC_SUCCESS, a.byte_len};
+  if (with_data) {
+    uint32_t n = std::min(e.nsge, proto::kMaxSge);
+    Piece to[proto::kMaxSge];
+    uint64_t room = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Grant* g = grant(e.sge[i].lkey);
+      if (!g || !(g->access & proto::local_write) || !g->covers(e.sge[i].addr, e.sge[i].len)) {
+        a.status = uint8_t(proto::ArrivalStatus::bad_buffer);
+        o.status = VRDMA_WC_REM_ACCESS_ERR;
+        break;
+      }
+      to[i] = {g->at(e.sge[i].addr), e.sge[i].len};
+      room += e.sge[i].len;
+    }
+    if (a.status == 0 && room < total) {
+      a.status = uint8_t(proto::ArrivalStatus::too_long);
+      o.status = VRDMA_WC_REM_INV_REQ_ERR;
+    }
+    if (a.status == 0 && total) {
+      Piece from[proto::kMaxSge];
+      for (int i = 0; i < wr.num_sge; ++i) from[i] = {reinterpret_cast<uint8_t*>(wr.sg_list[i].addr), wr.sg_list[i].length};
+      copy_pieces(from, wr.num_sge, to, int(n));
+    }
+  }
+  for (auto d = Clock::now() + kRnrTimeout; !peer_arrivals_->push(a);) {
+    if (peer_broken() || Clock::now() > d) return {VRDMA_WC_REM_OP_ERR, 0};
+    sched_yield();
+  }
+  return o;
+}
+
+int Qp::take_arrivals(int n, vrdma_wc* out) {
+  int got = 0;
+  proto::Arrival a;
+  while (got < n && !posted_recvs_.empty() && my_arrivals_->pop(a)) {
+    if (a.recv_seq < withdrawn_below_) continue;  // for a receive taken back (and flushed) already
+    vrdma_wc& wc = out[got++];
+    wc = {};
+    wc.wr_id = posted_recvs_.front().wr_id;
+    posted_recvs_.pop_front();
+    wc.qp_num = num_;
+    wc.byte_len = a.byte_len;
+    wc.imm_data = a.imm;
+    auto kind = proto::ArrivalKind(a.kind);
+    wc.opcode = kind == proto::ArrivalKind::write_imm ? VRDMA_WC_RECV_RDMA_WITH_IMM : VRDMA_WC_RECV;
+    if (kind != proto::ArrivalKind::send) wc.wc_flags = VRDMA_WC_WITH_IMM;
+    wc.status = a.status == 0                                            ? int(VRDMA_WC_SUCCESS)
+                : a.status == uint8_t(proto::ArrivalStatus::too_long) ? int(VRDMA_WC_LOC_LEN_ERR)
+                                                                       : int(VRDMA_WC_LOC_PROT_ERR);
+    if (wc.status != VRDMA_WC_SUCCESS) fail_qp();
+  }
+  // A QP in error flushes the receives no arrival will ever fill.
+  if ((error_ || peer_broken()) && my_arrivals_->empty()) {
+    while (got < n && !posted_recvs_.empty()) {
+      vrdma_wc& wc = out[got++];
+      wc = {};
+      wc.wr_id = posted_recvs_.front().wr_id;
+      posted_recvs_.pop_front();
+      wc.status = VRDMA_WC_WR_FLUSH_ERR;
+      wc.opcode = VRDMA_WC_RECV;
+      wc.qp_num = num_;
+    }
+  }
+  return got;
+}
+
+void Qp::withdraw_recvs() {
+  withdrawn_below_ = next_recv_seq_;
+  hdr_->withdrawn_below.store(withdrawn_below_, std::memory_order_release);
+  for (const Posted& p : posted_recvs_) {
+    if (!attr_.recv_cq) break;
+    vrdma_wc wc{};
+    wc.wr_id = p.wr_id;
+    wc.status = VRDMA_WC_WR_FLUSH_ERR;
+    wc.opcode = VRDMA_WC_RECV;
+    wc.qp_num = num_;
+    attr_.recv_cq->push(wc);
+  }
+  posted_recvs_.clear();
+}
+
+}  // namespace rb::vrdma

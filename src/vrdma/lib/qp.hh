@@ -1,0 +1,91 @@
+#pragma once
+// A reliable-connected QP on the direct path: its peer is a process of the same tenant on this
+// host, and this library moves the bytes itself, through mappings of the peer's regions the router
+// granted after its checks (as a NIC's DMA would). Requests complete inside post_send, in order.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include <vrdma/vrdma.h>
+
+#include "core/shm.hh"
+#include "core/spsc_ring.hh"
+#include "vrdma/lib/context.hh"
+#include "vrdma/proto/qp_layout.hh"
+
+namespace rb::vrdma {
+
+class Cq;
+
+struct QpAttr {
+  uint32_t pd = 0;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  uint32_t max_send_wr = 0, max_recv_wr = 0, max_inline = 0;
+  bool sig_all = false;
+};
+
+class Qp {
+ public:
+  static Call<std::unique_ptr<Qp>> create(Context& ctx, const QpAttr& attr);
+  ~Qp();
+  uint32_t num() const { return num_; }
+  void address(uint8_t out[VRDMA_ADDRESS_BYTES]) const;
+  Call<bool> connect(const uint8_t* address, size_t len);
+  int post_send(vrdma_send_wr* wr, vrdma_send_wr** bad);
+  int post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad);
+  // The receive side's completions, for the recv CQ: arrivals in order, then flushes.
+  int take_arrivals(int n, vrdma_wc* out);
+  // Takes back every receive still posted: each completes on the recv CQ with
+  // VRDMA_WC_WR_FLUSH_ERR, and the peer skips them (verbs would move the QP through error).
+  void withdraw_recvs();
+  // Out of the error state into ready, the connection kept (verbs: modify_qp through RESET back
+  // to RTS with the same peer). A peer that is gone stays gone.
+  bool recover() {
+    error_ = false;
+    return !peer_broken();
+  }
+  const QpAttr& attr() const { return attr_; }
+
+ private:
+  Qp(Context& ctx, const QpAttr& attr, SharedMemory mem);
+  struct Outcome {
+    int status = VRDMA_WC_SUCCESS;
+    uint32_t byte_len = 0;
+  };
+  Outcome execute(const vrdma_send_wr& wr);
+  Outcome rdma(const vrdma_send_wr& wr, uint32_t need, bool write);
+  Outcome atomic(const vrdma_send_wr& wr);
+  Outcome deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32_t len);
+  // The bytes the request's SGEs (or inline data) name, gathered; nullopt when an SGE is not
+  // inside a region of this PD with `access`.
+  bool local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) const;
+  const Grant* grant(uint32_t key);
+  bool peer_broken() const;
+  void complete(const vrdma_send_wr& wr, const Outcome& o);
+  void fail_qp() { error_ = true; }
+
+  Context& ctx_;
+  QpAttr attr_;
+  uint32_t num_ = 0;
+  SharedMemory mem_;  // ours: receive ring (we produce) and arrival ring (we consume)
+  proto::QpHeader* hdr_ = nullptr;
+  std::optional<SpscRing<proto::RecvEntry>> my_recvs_;
+  std::optional<SpscRing<proto::Arrival>> my_arrivals_;
+  std::optional<Mapping> peer_mem_;  // the peer's: we consume its receives, produce its arrivals
+  proto::QpHeader* peer_hdr_ = nullptr;
+  std::optional<SpscRing<proto::RecvEntry>> peer_recvs_;
+  std::optional<SpscRing<proto::Arrival>> peer_arrivals_;
+  struct Posted {
+    uint64_t seq, wr_id;
+  };
+  std::deque<Posted> posted_recvs_;  // ours, in order: a peer cannot rename our requests
+  uint64_t next_recv_seq_ = 0, withdrawn_below_ = 0;
+  std::unordered_map<uint32_t, Grant> grants_;
+  uint64_t grant_epoch_ = 0;
+  bool error_ = false;
+};
+
+}  // namespace rb::vrdma

@@ -1,0 +1,64 @@
+#pragma once
+// A QP's shared memory: a memfd its owner creates, the router maps (to mark it broken when a peer
+// dies) and the connected peer maps (the direct path). Plain data at fixed offsets:
+//
+//   [QpHeader][receive ring: RecvEntry slots][arrival ring: Arrival slots]
+//
+// The owner posts receives into the receive ring; the peer, sending, takes them in order, fills
+// the buffer and pushes one Arrival per receive it used. Each ring has one producer and one
+// consumer. Whatever a peer writes here is checked before use: it can lose or corrupt its own
+// messages to us, never reach outside our regions.
+#include <atomic>
+#include <cstdint>
+
+namespace rb::vrdma::proto {
+
+constexpr uint32_t kQpMagic = 0x50515256;  // "VRQP"
+constexpr uint32_t kMaxSge = 4;
+
+enum class QpState : uint32_t { ready = 0, error = 1 };
+
+struct alignas(64) QpHeader {
+  uint32_t magic = kQpMagic;
+  uint32_t recv_slots = 0;     // capacity of each ring, a power of two
+  uint64_t recv_ring_off = 0;  // byte offsets of the rings
+  uint64_t arrival_ring_off = 0;
+  uint64_t total_len = 0;
+  std::atomic<uint32_t> state{0};  // QpState: the router marks it broken when the peer dies
+  uint32_t pad = 0;
+  // Bumped by the router whenever the peer deregisters a region: the owner then drops every
+  // mapping of the peer's regions it holds and asks again, so a revoked key fails at once.
+  std::atomic<uint64_t> grant_epoch{0};
+  // Receives numbered below this were withdrawn by the owner: the peer skips them.
+  std::atomic<uint64_t> withdrawn_below{0};
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+struct Sge {
+  uint64_t addr = 0;  // the owner's virtual address
+  uint32_t len = 0;
+  uint32_t lkey = 0;
+};
+
+struct RecvEntry {
+  uint64_t wr_id = 0;
+  uint64_t seq = 0;  // the owner numbers its receives from 0
+  uint32_t nsge = 0;
+  uint32_t pad = 0;
+  Sge sge[kMaxSge];
+};
+
+enum class ArrivalKind : uint8_t { send = 1, send_imm = 2, write_imm = 3 };
+enum class ArrivalStatus : uint8_t { ok = 0, too_long = 1, bad_buffer = 2 };
+
+struct Arrival {
+  uint64_t recv_seq = 0;  // the receive it used
+  uint32_t byte_len = 0;
+  uint32_t imm = 0;
+  uint8_t kind = 0;    // ArrivalKind
+  uint8_t status = 0;  // ArrivalStatus
+  uint8_t pad[6] = {};
+};
+
+}  // namespace rb::vrdma::proto

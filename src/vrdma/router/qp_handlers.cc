@@ -1,0 +1,99 @@
+// Queue pairs at the router: it checks who may connect to whom and grants mappings of regions
+// (the direct path); the bytes themselves never pass through here on that path.
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "vrdma/router/router.hh"
+
+namespace rb::vrdma {
+
+using proto::Type;
+
+Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& fd) {
+  auto req = m.as<proto::CreateQp>();
+  if (!s.pds.count(req.pd)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", req.pd));
+  TenantUsage& u = usage_[s.tenant.name];
+  if (s.tenant.max_qps && u.qps + 1 > s.tenant.max_qps)
+    return error(s, m, ENOMEM, fmt::format("tenant {} has {} QPs, its max_qps", s.tenant.name, u.qps));
+  if (!fd) return error(s, m, EINVAL, "create_qp came without the QP's memory");
+  if (req.mem_len < sizeof(proto::QpHeader) || req.mem_len > (64ull << 20))
+    return error(s, m, EINVAL, fmt::format("QP memory of {} B: give {} B to 64 MiB", req.mem_len, sizeof(proto::QpHeader)));
+  auto map = Mapping::map(fd.get(), req.mem_len);  // checks the seals: the client cannot shrink it under us
+  if (!map) return error(s, m, EINVAL, "QP memory: " + map.status().message());
+  if (reinterpret_cast<proto::QpHeader*>(map->data())->magic != proto::kQpMagic)
+    return error(s, m, EINVAL, "QP memory is not laid out as a QP");
+  uint32_t num = fresh_key();
+  QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(*map), req.mem_len};
+  qps_.emplace(num, std::move(q));
+  s.qps.insert(num);
+  ++u.qps;
+  return {proto::encode(Type::qp_created, m.h.seq, proto::QpCreated{num})};
+}
+
+Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
+  auto req = m.as<proto::ConnectQp>();
+  if (!s.qps.count(req.qp_num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", req.qp_num));
+  if (req.peer_router != router_id_)
+    return error(s, m, EXDEV, "the peer QP belongs to another router: QPs across hosts are not built yet");
+  auto peer = qps_.find(req.peer_qp_num);
+  if (peer == qps_.end()) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
+  const Session& owner = sessions_.at(peer->second.owner);
+  // Tenants never meet: an address of another tenant's QP is as good as a wrong one.
+  if (owner.tenant.name != s.tenant.name) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
+  if (!s.tenant.direct)
+    return error(s, m, EOPNOTSUPP, fmt::format("tenant {} is set to the router path, which is not built yet", s.tenant.name));
+  QpEntry& mine = qps_.at(req.qp_num);
+  if (mine.peer && mine.peer != req.peer_qp_num) return error(s, m, EISCONN, "the QP is connected to another already");
+  if (peer->second.peer && peer->second.peer != req.qp_num)
+    return error(s, m, EISCONN, fmt::format("QP {:#x} is connected to another QP", req.peer_qp_num));
+  mine.peer = req.peer_qp_num;
+  return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get()};
+}
+
+Router::Reply Router::grant(Session& s, const proto::Message& m) {
+  auto req = m.as<proto::GrantAsk>();
+  if (!s.qps.count(req.qp_num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", req.qp_num));
+  const QpEntry& mine = qps_.at(req.qp_num);
+  auto peer = qps_.find(mine.peer);
+  if (!mine.peer || peer == qps_.end()) return error(s, m, ENOTCONN, "the QP is not connected");
+  const Session& owner = sessions_.at(peer->second.owner);
+  // A remote key names the region for WRITE, READ and atomics; the local key of a receive
+  // buffer is what a SEND fills. Either must be a region of the peer QP's PD.
+  for (const auto& [lkey, mr] : owner.mrs) {
+    if (mr.pd != peer->second.pd || (mr.rkey != req.key && mr.lkey != req.key)) continue;
+    proto::Granted g;
+    g.va = mr.va;
+    g.len = mr.len;
+    g.map_len = mr.mem.mapped_size();
+    g.access = mr.rkey == req.key ? mr.access & ~proto::local_write : mr.access & proto::local_write;
+    return {proto::encode(Type::granted, m.h.seq, g), mr.mem.fd()};
+  }
+  return error(s, m, EACCES, fmt::format("key {:#x} names no region of the peer QP's PD", req.key));
+}
+
+Router::Reply Router::destroy_qp(Session& s, const proto::Message& m) {
+  uint32_t num = m.as<proto::Handle>().id;
+  if (!s.qps.count(num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", num));
+  release_qp(num);
+  --usage_[s.tenant.name].qps;
+  return {proto::encode(Type::done, m.h.seq)};
+}
+
+// The peer of a QP that goes away finds its QP broken: its requests fail, its receives flush.
+void Router::release_qp(uint32_t num) {
+  auto it = qps_.find(num);
+  if (it == qps_.end()) return;
+  for (auto& [n, q] : qps_)
+    if (q.peer == num) q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
+  if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
+  keys_in_use_.erase(num);
+  qps_.erase(it);
+}
+
+void Router::revoke_grants_of(const Session& s) {
+  for (auto& [n, q] : qps_)
+    if (q.peer && s.qps.count(q.peer)) q.header()->grant_epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+}  // namespace rb::vrdma
