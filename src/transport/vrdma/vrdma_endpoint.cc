@@ -3,6 +3,8 @@
 #include "transport/vrdma/vrdma_endpoint.hh"
 
 #include <algorithm>
+#include <sys/epoll.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -39,6 +41,8 @@ Op op_of(int opcode) {
 int opcode_of(Op op) {
   switch (op) {
     case Op::write: return VRDMA_WR_RDMA_WRITE;
+    case Op::write_imm: return VRDMA_WR_RDMA_WRITE_WITH_IMM;
+    case Op::send_imm: return VRDMA_WR_SEND_WITH_IMM;
     case Op::read: return VRDMA_WR_RDMA_READ;
     case Op::send: return VRDMA_WR_SEND;
     case Op::fadd: return VRDMA_WR_ATOMIC_FETCH_AND_ADD;
@@ -95,11 +99,14 @@ class VrdmaEp final : public Endpoint {
       Completion& c = out[i];
       c = {};
       c.wr_id = wc[i].wr_id;
+      bool imm = wc[i].wc_flags & VRDMA_WC_WITH_IMM;
       c.op = op_of(wc[i].opcode);
+      if (imm && c.op == Op::write) c.op = Op::write_imm;
+      if (imm && c.op == Op::send) c.op = Op::send_imm;
       c.len = wc[i].byte_len;
       c.status = status_of(wc[i].status);
       c.vendor_err = wc[i].status;
-      c.has_imm = wc[i].wc_flags & VRDMA_WC_WITH_IMM;
+      c.has_imm = imm && (c.op == Op::recv || c.op == Op::remote_write);
       c.imm = wc[i].imm_data;
       failed = failed || !c.ok();
     }
@@ -122,9 +129,12 @@ class VrdmaEp final : public Endpoint {
     return fmt::format("{}: {}", wc_status_name(c.status), vrdma_wc_status_str(c.vendor_err));
   }
   const std::string& last_error() const override { return err_; }
-  int arm_wait(WaitHandle&) override {
-    err_ = "vrdma: --event is not built yet (completion channels come with the event path)";
-    return -1;
+  // Requests complete inside post, so only arrivals from the peer (receives, write-imm) are
+  // waited for; the peer rings the CQ's eventfd after pushing one to an armed QP.
+  int arm_wait(WaitHandle& out) override {
+    if (vrdma_req_notify_cq(cq_) == 1) return 0;
+    out = {vrdma_cq_event_fd(cq_), EPOLLIN};
+    return 1;
   }
 
  private:
@@ -143,9 +153,7 @@ class VrdmaEp final : public Endpoint {
     }
     int opcode = opcode_of(w.op);
     if (opcode < 0) {
-      // libvrdma has immediates, but its write-imm consumes a receive (as verbs' does) where the
-      // contract's does not: the transport claims neither until it hides that.
-      err_ = fmt::format("vrdma: {} is not claimed by this transport", op_name(w.op));
+      err_ = fmt::format("vrdma: {} is not an op to post", op_name(w.op));
       return -1;
     }
     vrdma_send_wr s{};
@@ -183,7 +191,6 @@ class VrdmaEp final : public Endpoint {
 }  // namespace
 
 Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd, const EndpointOptions& o) {
-  if (o.event) return Status(Errc::unsupported, "vrdma: --event is not built yet");
   vrdma_cq* cq = vrdma_create_cq(ctx, int(o.depth + o.rx_slots + 16));
   if (!cq) return Status(Errc::io, fmt::format("vrdma: create_cq: {}", vrdma_last_error()));
   vrdma_qp_init_attr a{};
@@ -191,6 +198,7 @@ Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd
   a.max_send_wr = std::max<uint32_t>(o.depth, 1);
   a.max_recv_wr = std::max<uint32_t>(o.rx_slots, 1);
   a.max_inline_data = kInlineBytes;
+  a.flags = VRDMA_QP_IMM_WITHOUT_RECV;  // the contract's write-imm consumes no receive (fi_writedata)
   vrdma_qp* qp = vrdma_create_qp(pd, &a);
   if (!qp) {
     Status st(Errc::io, fmt::format("vrdma: create_qp: {}", vrdma_last_error()));

@@ -24,6 +24,8 @@ Caps vrdma_caps() {
   c.peer_sees_writes = c.peer_memory_readable = true;  // bytes land in the target's own region
   c.checks_bounds = c.checks_keys = true;  // the router grants only a key of the peer's PD; bounds per request
   c.atomics = true;                   // atomic_ref on the peer's region (direct path)
+  c.imm_data = true;                  // write-imm on QPs made with VRDMA_QP_IMM_WITHOUT_RECV
+  c.can_wait = true;                  // the CQ's eventfd, rung by the peer after an arrival
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -31,20 +32,22 @@ Result<sockaddr_un> address_of(const std::string& path) {
 
 }  // namespace
 
-Status send_packet(int sock, std::span<const uint8_t> bytes, int fd) {
+Status send_packet(int sock, std::span<const uint8_t> bytes, int fd, int fd2) {
   iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+  int fds[2] = {fd, fd2};
+  size_t nfd = fd < 0 ? 0 : fd2 < 0 ? 1 : 2;
+  if (nfd) {
     m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
+    m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
     cmsghdr* c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+    std::memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
   }
   while (true) {
     ssize_t n = sendmsg(sock, &m, MSG_NOSIGNAL);
@@ -68,19 +71,21 @@ Result<Packet> recv_packet(int sock, size_t max, int timeout_ms) {
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
   m.msg_control = ctl;
   m.msg_controllen = sizeof ctl;
   ssize_t n;
   while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
   if (n < 0) return sys_error("recvmsg");
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      out.fd.reset(fd);
-    }
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int fds[2] = {-1, -1};
+    std::memcpy(fds, CMSG_DATA(c), std::min<size_t>(n_fds, 2) * sizeof(int));
+    out.fd.reset(fds[0]);  // taken (and closed with the packet) even when the packet is refused
+    out.fd2.reset(fds[1]);
+  }
   if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || size_t(n) > max)
     return Status(Errc::io, fmt::format("a packet over {} B (or with more than one descriptor) was refused", max));
   out.bytes.resize(size_t(n));

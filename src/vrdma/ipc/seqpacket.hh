@@ -1,6 +1,6 @@
 #pragma once
-// One packet over a Unix SOCK_SEQPACKET socket, with at most one descriptor riding along
-// (SCM_RIGHTS). The socket keeps packet boundaries, so a reader never reassembles anything, and
+// One packet over a Unix SOCK_SEQPACKET socket, with at most two descriptors riding along
+// (SCM_RIGHTS: a QP's memory and its doorbell). The socket keeps packet boundaries, so a reader never reassembles anything, and
 // a packet longer than the buffer is refused rather than cut.
 #include <cstdint>
 #include <span>
@@ -12,13 +12,13 @@
 
 namespace rb::vrdma::ipc {
 
-// Sends `bytes` (and `fd` when >= 0) as one packet. MSG_NOSIGNAL: a dead peer is an error, not
-// SIGPIPE.
-Status send_packet(int sock, std::span<const uint8_t> bytes, int fd = -1);
+// Sends `bytes` (and `fd`, `fd2` when >= 0) as one packet. MSG_NOSIGNAL: a dead peer is an
+// error, not SIGPIPE.
+Status send_packet(int sock, std::span<const uint8_t> bytes, int fd = -1, int fd2 = -1);
 
 struct Packet {
   std::vector<uint8_t> bytes;  // empty: the peer closed the connection
-  UniqueFd fd;                 // a descriptor that came with it, if any
+  UniqueFd fd, fd2;            // descriptors that came with it, in the order sent
 };
 // Receives one packet of at most `max` bytes, waiting at most `timeout_ms` (-1: no limit).
 // Errc::timeout when none came in time, Errc::peer_gone on a reset.

@@ -136,14 +136,21 @@ vrdma_cq* vrdma_create_cq(vrdma_context* ctx, int cqe) {
     set_error(EINVAL, "a CQ needs at least one entry");
     return nullptr;
   }
-  return new (std::nothrow) vrdma_cq{ctx, rb::vrdma::Cq(cqe)};
+  auto* cq = new (std::nothrow) vrdma_cq{ctx, rb::vrdma::Cq(cqe)};
+  if (cq) ctx->impl->add_wake_fd(cq->impl.event_fd());
+  return cq;
 }
 
 int vrdma_destroy_cq(vrdma_cq* cq) {
   if (cq->impl.has_qps()) return set_error(EBUSY, "the CQ still has QPs");
+  cq->ctx->impl->remove_wake_fd(cq->impl.event_fd());
   delete cq;
   return 0;
 }
+
+int vrdma_cq_event_fd(const vrdma_cq* cq) { return cq->impl.event_fd(); }
+
+int vrdma_req_notify_cq(vrdma_cq* cq) { return cq->ctx->impl->router_gone() ? 1 : cq->impl.arm(); }
 
 int vrdma_poll_cq(vrdma_cq* cq, int n, vrdma_wc* wc) {
   if (n < 0) return set_error(EINVAL, "negative count");
@@ -162,6 +169,7 @@ vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
   attr.max_recv_wr = a->max_recv_wr;
   attr.max_inline = a->max_inline_data;
   attr.sig_all = a->sq_sig_all != 0;
+  attr.flags = a->flags & VRDMA_QP_IMM_WITHOUT_RECV;
   auto q = rb::vrdma::Qp::create(*pd->ctx->impl, attr);
   if (failed(q)) return nullptr;
   return new (std::nothrow) vrdma_qp{pd, std::move(*q.value)};

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -87,6 +88,16 @@ Call<std::unique_ptr<Context>> Context::open(const std::string& socket_path) {
   return done(std::move(c));
 }
 
+void Context::add_wake_fd(int fd) {
+  std::lock_guard lk(wake_mu_);
+  wake_fds_.push_back(fd);
+}
+
+void Context::remove_wake_fd(int fd) {
+  std::lock_guard lk(wake_mu_);
+  wake_fds_.erase(std::remove(wake_fds_.begin(), wake_fds_.end(), fd), wake_fds_.end());
+}
+
 Context::~Context() {
   if (watcher_.joinable()) {
     uint64_t one = 1;
@@ -104,12 +115,15 @@ void Context::watch_router() {
     if (r < 0 || (p[1].revents & POLLIN)) return;
     if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
       router_gone_.store(true, std::memory_order_relaxed);
+      std::lock_guard lk(wake_mu_);
+      uint64_t one = 1;
+      for (int fd : wake_fds_) (void)!write(fd, &one, sizeof one);
       return;
     }
   }
 }
 
-Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd) {
+Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd, int fd2) {
   std::lock_guard lk(mu_);
   if (broken_) return fail<Answer>(ECONNRESET, broken_why_);
   uint32_t seq = ++seq_;
@@ -118,13 +132,14 @@ Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body,
     broken_why_ = fmt::format("vrdma router at {}: {}", path_, st.message());
     return fail<Answer>(errno_of(st.code()), broken_why_);
   };
-  if (Status st = ipc::send_packet(sock_.get(), proto::encode(t, seq, body), fd); !st) return lost(st);
+  if (Status st = ipc::send_packet(sock_.get(), proto::encode(t, seq, body), fd, fd2); !st) return lost(st);
   auto p = ipc::recv_packet(sock_.get(), proto::kMaxMessage, kReplyTimeoutMs);
   if (!p) return lost(p.status());
   if (p->bytes.empty()) return lost({Errc::peer_gone, "closed the connection"});
   Answer a;
   a.packet = std::move(p->bytes);
   a.fd = std::move(p->fd);
+  a.fd2 = std::move(p->fd2);
   proto::Parsed parsed = proto::parse(a.packet);
   if (!parsed.msg) return lost({Errc::io, "answered garbage: " + parsed.error});
   a.msg = *parsed.msg;
@@ -180,11 +195,11 @@ const Region* Context::region(uint32_t lkey) const {
   return it == regions_.end() ? nullptr : it->second;
 }
 
-Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len) {
+Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell) {
   proto::CreateQp c;
   c.pd = pd;
   c.mem_len = mem_len;
-  auto a = ask(proto::Type::create_qp, c, proto::Type::qp_created, memfd);
+  auto a = ask(proto::Type::create_qp, c, proto::Type::qp_created, memfd, doorbell);
   if (!a.ok()) return fail<uint32_t>(a.error.err, a.error.message);
   return done(a.value->msg.as<proto::QpCreated>().qp_num);
 }
@@ -193,7 +208,7 @@ Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t 
   auto a = ask(proto::Type::connect_qp, proto::ConnectQp{qp_num, peer_qp, peer_router}, proto::Type::qp_connected);
   if (!a.ok()) return fail<Connected>(a.error.err, a.error.message);
   if (!a.value->fd) return fail<Connected>(EIO, "vrdma router connected a QP without the peer's queue memory");
-  return done(Connected{std::move(a.value->fd), a.value->msg.as<proto::QpConnected>().peer_mem_len});
+  return done(Connected{std::move(a.value->fd), std::move(a.value->fd2), a.value->msg.as<proto::QpConnected>().peer_mem_len});
 }
 
 Call<Grant> Context::grant(uint32_t qp_num, uint32_t key) {

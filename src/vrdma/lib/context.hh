@@ -72,7 +72,7 @@ struct Grant {  // a mapping of a peer's region (direct path)
 };
 
 struct Connected {
-  UniqueFd mem;
+  UniqueFd mem, doorbell;  // doorbell: the peer's recv CQ eventfd, absent if it has none
   uint64_t len = 0;
 };
 
@@ -83,6 +83,9 @@ class Context {
   // The router closed our connection (it died or cut us off): the data path stops too, since
   // the checks behind every grant are gone. Set by a thread that waits for the hang-up.
   bool router_gone() const { return router_gone_.load(std::memory_order_relaxed); }
+  // Descriptors written to when the router goes, so no thread sleeps on through it (CQ eventfds).
+  void add_wake_fd(int fd);
+  void remove_wake_fd(int fd);
   const std::string& tenant() const { return tenant_; }
 
   Call<uint32_t> alloc_pd();
@@ -90,7 +93,7 @@ class Context {
   Call<std::unique_ptr<Region>> alloc_mr(uint32_t pd, uint64_t len, uint32_t access);
   Call<bool> dereg_mr(const Region& r);
   Call<std::string> stats();
-  Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len);
+  Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell);
   Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router);
   Call<Grant> grant(uint32_t qp_num, uint32_t key);
   Call<bool> destroy_qp(uint32_t qp_num);
@@ -103,13 +106,13 @@ class Context {
   struct Answer {
     std::vector<uint8_t> packet;
     proto::Message msg;
-    UniqueFd fd;
+    UniqueFd fd, fd2;
   };
   // Sends a request and waits for its answer; an Error answer becomes the CallError.
-  Call<Answer> ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd = -1);
+  Call<Answer> ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd = -1, int fd2 = -1);
   template <class T>
-  Call<Answer> ask(proto::Type t, const T& body, proto::Type want, int fd = -1) {
-    return ask(t, {reinterpret_cast<const uint8_t*>(&body), sizeof body}, want, fd);
+  Call<Answer> ask(proto::Type t, const T& body, proto::Type want, int fd = -1, int fd2 = -1) {
+    return ask(t, {reinterpret_cast<const uint8_t*>(&body), sizeof body}, want, fd, fd2);
   }
 
   std::mutex mu_;
@@ -119,6 +122,8 @@ class Context {
   void watch_router();
   uint64_t router_id_ = 0;
   std::atomic<bool> router_gone_{false};
+  std::mutex wake_mu_;
+  std::vector<int> wake_fds_;
   UniqueFd stop_watch_;  // an eventfd: wakes the watcher at close
   std::thread watcher_;
   mutable std::mutex regions_mu_;

@@ -1,10 +1,30 @@
 #include "vrdma/lib/cq.hh"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 
 #include "vrdma/lib/qp.hh"
 
 namespace rb::vrdma {
+
+Cq::Cq(int capacity) : capacity_(capacity), efd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+int Cq::arm() {
+  uint64_t v;
+  while (read(efd_.get(), &v, sizeof v) > 0) {
+  }
+  for (Qp* qp : receivers_) qp->arm();
+  // Dekker with the producer: it pushes, fences, then reads `armed`; we store `armed`, fence,
+  // then look at the rings. One of us sees the other.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!local_.empty()) return 1;
+  for (Qp* qp : receivers_)
+    if (qp->wake_worthy()) return 1;
+  return 0;
+}
 
 void Cq::detach(Qp* qp) { receivers_.erase(std::remove(receivers_.begin(), receivers_.end(), qp), receivers_.end()); }
 

@@ -6,13 +6,20 @@
 
 #include <vrdma/vrdma.h>
 
+#include "core/unique_fd.hh"
+
 namespace rb::vrdma {
 
 class Qp;
 
 class Cq {
  public:
-  explicit Cq(int capacity) : capacity_(capacity) {}
+  explicit Cq(int capacity);
+  // Becomes readable once a peer pushed an arrival after arm(), or the router went away.
+  int event_fd() const { return efd_.get(); }
+  // Asks to be woken: 1 when completions may be waiting already (poll, do not sleep), 0 when the
+  // caller may sleep on event_fd(). Clears the descriptor first.
+  int arm();
   void push(const vrdma_wc& wc) { local_.push_back(wc); }
   void attach_receiver(Qp* qp) { receivers_.push_back(qp); }
   void detach(Qp* qp);
@@ -23,6 +30,7 @@ class Cq {
 
  private:
   int capacity_;
+  UniqueFd efd_;
   std::deque<vrdma_wc> local_;
   std::vector<Qp*> receivers_;
   int senders_ = 0;

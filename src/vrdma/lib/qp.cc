@@ -1,6 +1,7 @@
 #include "vrdma/lib/qp.hh"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -92,12 +93,13 @@ Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
   q->hdr_->recv_ring_off = recv_off;
   q->hdr_->arrival_ring_off = arr_off;
   q->hdr_->total_len = total;
+  q->hdr_->flags = attr.flags;
   auto r = SpscRing<proto::RecvEntry>::create({q->mem_.data() + recv_off, arr_off - recv_off}, slots);
   auto a = SpscRing<proto::Arrival>::create({q->mem_.data() + arr_off, total - arr_off}, slots);
   if (!r || !a) return fail(EIO, "cannot lay out the QP's rings");
   q->my_recvs_.emplace(*r);
   q->my_arrivals_.emplace(*a);
-  auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total);
+  auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total, attr.recv_cq ? attr.recv_cq->event_fd() : -1);
   if (!num.ok()) return fail(num.error.err, num.error.message);
   q->num_ = *num.value;
   if (attr.recv_cq) attr.recv_cq->attach_receiver(q.get());
@@ -162,9 +164,11 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
     return c;
   }
   peer_hdr_ = h;
+  peer_flags_ = h->flags;
   peer_recvs_.emplace(*r);
   peer_arrivals_.emplace(*a);
   peer_mem_.emplace(std::move(*m));
+  peer_doorbell_ = std::move(got.value->doorbell);
   c.value = true;
   return c;
 }
@@ -244,6 +248,8 @@ void Qp::complete(const vrdma_send_wr& wr, const Outcome& o) {
   wc.opcode = wc_opcode(wr.opcode);
   wc.byte_len = o.byte_len;
   wc.qp_num = num_;
+  // vrdma tells the initiator too which requests carried immediate data (verbs does not).
+  if (wr.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM || wr.opcode == VRDMA_WR_SEND_WITH_IMM) wc.wc_flags = VRDMA_WC_WITH_IMM;
   attr_.send_cq->push(wc);
 }
 
@@ -315,6 +321,7 @@ Qp::Outcome Qp::deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32
     }
   }
   proto::RecvEntry e;
+  if (!with_data && (peer_flags_ & proto::imm_without_recv)) return announce(wr, write_len);
   auto deadline = Clock::now() + kRnrTimeout;
   for (int spins = 0; !peer_recvs_->pop(e) || e.seq < peer_hdr_->withdrawn_below.load(std::memory_order_acquire);
        ++spins) {
@@ -358,18 +365,47 @@ Qp::Outcome Qp::deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32
     if (peer_broken() || Clock::now() > d) return {VRDMA_WC_REM_OP_ERR, 0};
     sched_yield();
   }
+  ring_peer();
   return o;
+}
+
+void Qp::ring_peer() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the push before the look at `armed` (see Cq::arm)
+  if (!peer_doorbell_ || !peer_hdr_->armed.load(std::memory_order_relaxed)) return;
+  peer_hdr_->armed.store(0, std::memory_order_relaxed);
+  uint64_t one = 1;
+  (void)!write(peer_doorbell_.get(), &one, sizeof one);
+}
+
+// A write with immediate data to a QP that lets it use no receive: only the arrival.
+Qp::Outcome Qp::announce(const vrdma_send_wr& wr, uint32_t write_len) {
+  proto::Arrival a;
+  a.kind = uint8_t(proto::ArrivalKind::write_imm);
+  a.no_recv = 1;
+  a.imm = wr.imm_data;
+  a.byte_len = write_len;
+  for (auto d = Clock::now() + kRnrTimeout; !peer_arrivals_->push(a);) {
+    if (peer_broken() || Clock::now() > d) return {VRDMA_WC_REM_OP_ERR, 0};
+    sched_yield();
+  }
+  ring_peer();
+  return {VRDMA_WC_SUCCESS, write_len};
 }
 
 int Qp::take_arrivals(int n, vrdma_wc* out) {
   int got = 0;
   proto::Arrival a;
-  while (got < n && !posted_recvs_.empty() && my_arrivals_->pop(a)) {
-    if (a.recv_seq < withdrawn_below_) continue;  // for a receive taken back (and flushed) already
+  while (got < n && my_arrivals_->pop(a)) {
+    bool unbound = a.no_recv && (attr_.flags & proto::imm_without_recv);
+    // An arrival for a receive taken back (and flushed) already, or for none of ours (a peer
+    // that misbehaves), completes nothing.
+    if (!unbound && (a.recv_seq < withdrawn_below_ || posted_recvs_.empty())) continue;
     vrdma_wc& wc = out[got++];
     wc = {};
-    wc.wr_id = posted_recvs_.front().wr_id;
-    posted_recvs_.pop_front();
+    if (!unbound) {
+      wc.wr_id = posted_recvs_.front().wr_id;
+      posted_recvs_.pop_front();
+    }
     wc.qp_num = num_;
     wc.byte_len = a.byte_len;
     wc.imm_data = a.imm;

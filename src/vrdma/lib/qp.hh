@@ -25,6 +25,7 @@ struct QpAttr {
   Cq* recv_cq = nullptr;
   uint32_t max_send_wr = 0, max_recv_wr = 0, max_inline = 0;
   bool sig_all = false;
+  uint32_t flags = 0;  // proto::QpFlags
 };
 
 class Qp {
@@ -48,6 +49,10 @@ class Qp {
     return !peer_broken();
   }
   const QpAttr& attr() const { return attr_; }
+  // Event path: the recv CQ asks peers to ring its doorbell after their next arrival.
+  void arm() { hdr_->armed.store(1, std::memory_order_relaxed); }
+  // Something take_arrivals would report now (an arrival, or receives to flush).
+  bool wake_worthy() const { return !my_arrivals_->empty() || ((error_ || peer_broken()) && !posted_recvs_.empty()); }
 
  private:
   Qp(Context& ctx, const QpAttr& attr, SharedMemory mem);
@@ -59,6 +64,7 @@ class Qp {
   Outcome rdma(const vrdma_send_wr& wr, uint32_t need, bool write);
   Outcome atomic(const vrdma_send_wr& wr);
   Outcome deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32_t len);
+  Outcome announce(const vrdma_send_wr& wr, uint32_t write_len);
   // The bytes the request's SGEs (or inline data) name, gathered; nullopt when an SGE is not
   // inside a region of this PD with `access`.
   bool local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) const;
@@ -76,6 +82,9 @@ class Qp {
   std::optional<SpscRing<proto::Arrival>> my_arrivals_;
   std::optional<Mapping> peer_mem_;  // the peer's: we consume its receives, produce its arrivals
   proto::QpHeader* peer_hdr_ = nullptr;
+  uint32_t peer_flags_ = 0;
+  UniqueFd peer_doorbell_;   // the peer's recv CQ eventfd: written when it sleeps on an arrival
+  void ring_peer();  // read once at connect: the peer cannot change our behaviour later
   std::optional<SpscRing<proto::RecvEntry>> peer_recvs_;
   std::optional<SpscRing<proto::Arrival>> peer_arrivals_;
   struct Posted {

@@ -17,6 +17,9 @@ constexpr uint32_t kQpMagic = 0x50515256;  // "VRQP"
 constexpr uint32_t kMaxSge = 4;
 
 enum class QpState : uint32_t { ready = 0, error = 1 };
+enum QpFlags : uint32_t {
+  imm_without_recv = 1,  // a WRITE with immediate data to this QP consumes no receive
+};
 
 struct alignas(64) QpHeader {
   uint32_t magic = kQpMagic;
@@ -25,12 +28,15 @@ struct alignas(64) QpHeader {
   uint64_t arrival_ring_off = 0;
   uint64_t total_len = 0;
   std::atomic<uint32_t> state{0};  // QpState: the router marks it broken when the peer dies
-  uint32_t pad = 0;
+  uint32_t flags = 0;              // QpFlags, set by the owner before anyone else maps it
   // Bumped by the router whenever the peer deregisters a region: the owner then drops every
   // mapping of the peer's regions it holds and asks again, so a revoked key fails at once.
   std::atomic<uint64_t> grant_epoch{0};
   // Receives numbered below this were withdrawn by the owner: the peer skips them.
   std::atomic<uint64_t> withdrawn_below{0};
+  // The owner sleeps on its recv CQ: the peer writes the doorbell it got at connect after its
+  // next arrival, and clears this.
+  std::atomic<uint32_t> armed{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
@@ -58,7 +64,8 @@ struct Arrival {
   uint32_t imm = 0;
   uint8_t kind = 0;    // ArrivalKind
   uint8_t status = 0;  // ArrivalStatus
-  uint8_t pad[6] = {};
+  uint8_t no_recv = 0; // a write-imm to a QP with imm_without_recv: it used no receive
+  uint8_t pad[5] = {};
 };
 
 }  // namespace rb::vrdma::proto

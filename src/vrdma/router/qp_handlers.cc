@@ -1,5 +1,7 @@
 // Queue pairs at the router: it checks who may connect to whom and grants mappings of regions
 // (the direct path); the bytes themselves never pass through here on that path.
+#include <unistd.h>
+
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -10,7 +12,7 @@ namespace rb::vrdma {
 
 using proto::Type;
 
-Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& fd) {
+Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& fd, UniqueFd& doorbell) {
   auto req = m.as<proto::CreateQp>();
   if (!s.pds.count(req.pd)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", req.pd));
   TenantUsage& u = usage_[s.tenant.name];
@@ -24,7 +26,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   if (reinterpret_cast<proto::QpHeader*>(map->data())->magic != proto::kQpMagic)
     return error(s, m, EINVAL, "QP memory is not laid out as a QP");
   uint32_t num = fresh_key();
-  QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(*map), req.mem_len};
+  QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), std::move(*map), req.mem_len};
   qps_.emplace(num, std::move(q));
   s.qps.insert(num);
   ++u.qps;
@@ -48,7 +50,8 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   if (peer->second.peer && peer->second.peer != req.qp_num)
     return error(s, m, EISCONN, fmt::format("QP {:#x} is connected to another QP", req.peer_qp_num));
   mine.peer = req.peer_qp_num;
-  return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get()};
+  return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get(),
+          peer->second.doorbell ? peer->second.doorbell.get() : -1};
 }
 
 Router::Reply Router::grant(Session& s, const proto::Message& m) {
@@ -85,10 +88,19 @@ void Router::release_qp(uint32_t num) {
   auto it = qps_.find(num);
   if (it == qps_.end()) return;
   for (auto& [n, q] : qps_)
-    if (q.peer == num) q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
+    if (q.peer == num) {
+      q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
+      ring(q);  // a peer asleep on its CQ wakes to find its QP broken
+    }
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
   keys_in_use_.erase(num);
   qps_.erase(it);
+}
+
+void Router::ring(const QpEntry& q) {
+  if (!q.doorbell) return;
+  uint64_t one = 1;
+  (void)!write(q.doorbell.get(), &one, sizeof one);
 }
 
 void Router::revoke_grants_of(const Session& s) {

@@ -106,11 +106,11 @@ void Router::serve(Session& s) {
     drop(s.id);
     return;
   }
-  Reply r = handle(s, *parsed.msg, p->fd);
-  if (!r.bytes.empty() && !ipc::send_packet(s.sock.get(), r.bytes, r.fd)) drop(s.id);
+  Reply r = handle(s, *parsed.msg, *p);
+  if (!r.bytes.empty() && !ipc::send_packet(s.sock.get(), r.bytes, r.fd, r.fd2)) drop(s.id);
 }
 
-Router::Reply Router::handle(Session& s, const proto::Message& m, UniqueFd& fd) {
+Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p) {
   using proto::Type;
   if (m.type() == Type::hello) return hello(s, m);
   if (!s.welcomed) return error(s, m, EPROTO, "the first message must be hello");
@@ -120,7 +120,7 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, UniqueFd& fd) 
     case Type::dealloc_pd: return dealloc_pd(s, m);
     case Type::reg_mr: return reg_mr(s, m);
     case Type::dereg_mr: return dereg_mr(s, m);
-    case Type::create_qp: return create_qp(s, m, fd);
+    case Type::create_qp: return create_qp(s, m, p.fd, p.fd2);
     case Type::connect_qp: return connect_qp(s, m);
     case Type::grant: return grant(s, m);
     case Type::destroy_qp: return destroy_qp(s, m);

@@ -12,6 +12,7 @@
 #include "core/shm.hh"
 #include "core/status.hh"
 #include "core/unique_fd.hh"
+#include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/tenants.hh"
@@ -34,6 +35,7 @@ struct QpEntry {
   uint32_t num = 0, pd = 0, owner = 0;  // owner: the session
   uint32_t peer = 0;                    // the QP it connected to, 0 before
   UniqueFd fd;                          // its shared memory (the owner's memfd), for the peer
+  UniqueFd doorbell;                    // an eventfd of the owner's recv CQ (may be absent)
   Mapping mem;                          // mapped here to mark it broken or bump its grant epoch
   uint64_t len = 0;
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
@@ -70,21 +72,22 @@ class Router {
   // descriptor to pass along (or -1).
   struct Reply {
     std::vector<uint8_t> bytes;
-    int fd = -1;
+    int fd = -1, fd2 = -1;
   };
-  Reply handle(Session& s, const proto::Message& m, UniqueFd& fd);
+  Reply handle(Session& s, const proto::Message& m, ipc::Packet& p);
   Reply hello(Session& s, const proto::Message& m);
   Reply alloc_pd(Session& s, const proto::Message& m);
   Reply dealloc_pd(Session& s, const proto::Message& m);
   Reply reg_mr(Session& s, const proto::Message& m);
   Reply dereg_mr(Session& s, const proto::Message& m);
-  Reply create_qp(Session& s, const proto::Message& m, UniqueFd& fd);
+  Reply create_qp(Session& s, const proto::Message& m, UniqueFd& mem, UniqueFd& doorbell);
   Reply connect_qp(Session& s, const proto::Message& m);
   Reply grant(Session& s, const proto::Message& m);
   Reply destroy_qp(Session& s, const proto::Message& m);
   // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
   void revoke_grants_of(const Session& s);
   void release_qp(uint32_t num);
+  void ring(const QpEntry& q);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
   uint32_t fresh_key();  // random (getrandom), never 0, never one in use: keys are not guessable
   void log(const std::string& line) const;

@@ -131,6 +131,8 @@ enum vrdma_wc_opcode {
   VRDMA_WC_RECV_RDMA_WITH_IMM,
 };
 
+/* On a receive: the completion carries imm_data. On the initiator's completion of a
+ * *_WITH_IMM request (vrdma's addition): the request carried immediate data. */
 enum { VRDMA_WC_WITH_IMM = 1 };
 
 struct vrdma_wc {
@@ -146,15 +148,29 @@ struct vrdma_wc {
 const char *vrdma_wc_status_str(int status);
 
 struct vrdma_cq *vrdma_create_cq(struct vrdma_context *ctx, int cqe);
+/* Event mode: a descriptor (an eventfd) that becomes readable once a completion may be waiting
+ * after vrdma_req_notify_cq, or when the router goes away. */
+int vrdma_cq_event_fd(const struct vrdma_cq *cq);
+/* Arms the CQ: returns 1 when completions may be waiting already (poll; do not sleep), 0 when
+ * the caller may sleep until vrdma_cq_event_fd is readable. A completion that arrives between
+ * the two is never missed. */
+int vrdma_req_notify_cq(struct vrdma_cq *cq);
 int vrdma_destroy_cq(struct vrdma_cq *cq);
 /* Up to `n` completions into `wc`; returns how many, or a negative errno value: -ECONNRESET once
  * the router is gone (the data path stops with it; requests fail with VRDMA_WC_REM_OP_ERR). */
 int vrdma_poll_cq(struct vrdma_cq *cq, int n, struct vrdma_wc *wc);
 
+enum vrdma_qp_flags {
+  /* vrdma's extension: a WRITE with immediate data to this QP consumes no receive (its
+   * completion has wr_id 0), as libfabric's fi_writedata; without it, one is consumed as in verbs. */
+  VRDMA_QP_IMM_WITHOUT_RECV = 1,
+};
+
 struct vrdma_qp_init_attr {
   struct vrdma_cq *send_cq, *recv_cq;
   uint32_t max_send_wr, max_recv_wr, max_inline_data;
   int sq_sig_all;
+  unsigned flags; /* vrdma_qp_flags */
 };
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, const struct vrdma_qp_init_attr *attr);
 uint32_t vrdma_qp_num(const struct vrdma_qp *qp);
