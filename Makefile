@@ -8,7 +8,7 @@ DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-de
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 
-.PHONY: all deps venv build run test unit e2e pytest compare report clean
+.PHONY: all deps venv build run test unit e2e pytest compare report fuzz clean
 
 all: build
 
@@ -48,6 +48,22 @@ pytest: build venv
 
 test: unit pytest
 
+# libFuzzer over vrdma's control packets and peer-laid-out QP memory, FUZZ_SECONDS long, under
+# AddressSanitizer and UndefinedBehaviorSanitizer; its corpus stays in build-fuzz/corpus.
+FUZZ_SECONDS ?= 180
+FUZZ_DEBS := clang
+fuzz: deps
+	@missing=""; for p in $(FUZZ_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages; run: sudo apt-get install -y$$missing"; exit 1; fi; \
+	fi
+	@[ -f build-fuzz/build.ninja ] || cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMABENCH_FUZZ=ON -DRDMABENCH_TESTS=OFF
+	ninja -C build-fuzz vrdma_fuzz
+	python3 tests/fuzz/make_seeds.py build-fuzz/corpus
+	build-fuzz/vrdma_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus
+
 # Peer tools for the side-by-side runs: installed only for `make compare`.
 COMPARE_DEBS := libfabric-bin iperf3 sockperf ucx-utils
 compare: build
@@ -61,6 +77,7 @@ compare: build
 	bench/batch_lazy_rails.sh $(BUILD)/rdmabench
 	bench/event_vs_poll.sh $(BUILD)/rdmabench
 	bench/ucx_vs_perftest.sh $(BUILD)/rdmabench
+	python3 bench/vrdma_table.py $(BUILD)
 
 # A job on loopback (or the job's --addr), then plots, summary and comparison in report/README.md.
 # Every file the report writes is removed first, so nothing of an earlier report is left over.

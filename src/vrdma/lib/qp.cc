@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "vrdma/lib/cq.hh"
+#include "vrdma/lib/qp_view.hh"
 
 namespace rb::vrdma {
 namespace {
@@ -150,23 +151,16 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
     return c;
   }
   // The peer laid this out: every offset is checked against what we mapped before use.
-  auto* h = reinterpret_cast<proto::QpHeader*>(m->data());
-  uint64_t L = m->size();
-  if (L < sizeof(proto::QpHeader) || h->magic != proto::kQpMagic || h->recv_ring_off >= L ||
-      h->arrival_ring_off >= L || h->arrival_ring_off < h->recv_ring_off) {
-    c.error = {EPROTO, "the peer QP's memory is not laid out as a QP"};
+  auto v = view_qp(m->bytes());
+  if (!v) {
+    c.error = {EPROTO, v.status().message()};
     return c;
   }
-  auto r = SpscRing<proto::RecvEntry>::attach({m->data() + h->recv_ring_off, h->arrival_ring_off - h->recv_ring_off});
-  auto a = SpscRing<proto::Arrival>::attach({m->data() + h->arrival_ring_off, L - h->arrival_ring_off});
-  if (!r || !a) {
-    c.error = {EPROTO, "the peer QP's rings do not check: " + (r ? a.status() : r.status()).message()};
-    return c;
-  }
+  proto::QpHeader* h = v->header;
+  peer_recvs_.emplace(v->recvs);
+  peer_arrivals_.emplace(v->arrivals);
   peer_hdr_ = h;
   peer_flags_ = h->flags;
-  peer_recvs_.emplace(*r);
-  peer_arrivals_.emplace(*a);
   peer_mem_.emplace(std::move(*m));
   peer_doorbell_ = std::move(got.value->doorbell);
   c.value = true;

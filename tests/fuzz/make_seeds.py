@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Seeds for `make fuzz`: well-formed control packets and a well-formed QP memory (two receives
+and one arrival queued), so the fuzzer starts from inputs that get past every check and mutates
+them from there. Layouts as in src/vrdma/proto/{control,qp_layout}.hh and src/core/spsc_ring.hh.
+
+    tests/fuzz/make_seeds.py DIR
+"""
+import struct
+import sys
+from pathlib import Path
+
+MAGIC, VERSION = 0x31445256, 1
+
+
+def packet(mtype, seq, body=b""):
+    return struct.pack("<IHHII", MAGIC, VERSION, mtype, seq, len(body)) + body
+
+
+def ring(capacity, slot_size, slots):
+    head = struct.pack("<IIIIQ", 0x52535052, 1, slot_size, 8, capacity).ljust(64, b"\0")
+    head += struct.pack("<Q", 0).ljust(64, b"\0")            # head: nothing popped
+    head += struct.pack("<Q", len(slots)).ljust(64, b"\0")   # tail: this many pushed
+    body = b"".join(s.ljust(slot_size, b"\0") for s in slots).ljust(capacity * slot_size, b"\0")
+    return head + body
+
+
+def pad64(b):
+    return b.ljust((len(b) + 63) // 64 * 64, b"\0")
+
+
+def qp_memory():
+    recv = struct.pack("<QQII", 7, 0, 1, 0) + struct.pack("<QII", 0x7f0000001000, 4096, 0x1234)
+    recvs = pad64(ring(2, 88, [recv, recv]))
+    arrival = struct.pack("<QIIBBB5x", 0, 64, 9, 1, 0, 0)
+    arrivals = pad64(ring(2, 24, [arrival]))
+    r_off = 64
+    a_off = r_off + len(recvs)
+    total = a_off + len(arrivals)
+    header = struct.pack("<IIQQQIIQQI", 0x50515256, 2, r_off, a_off, total, 0, 1, 0, 0, 0).ljust(64, b"\0")
+    return header + recvs + arrivals
+
+
+def main():
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = {
+        "alloc_pd": packet(4, 1),
+        "reg_mr": packet(6, 2, struct.pack("<IIQQ", 0xabc, 7, 4096, 0x7f0000000000)),
+        "stats_text": packet(12, 3, struct.pack("<I", 5) + b"hello"),
+        "connect_qp": packet(15, 4, struct.pack("<IIQ", 1, 2, 3)),
+        "qp_memory": qp_memory(),
+    }
+    for name, data in seeds.items():
+        (out / f"seed-{name}").write_bytes(data)
+
+
+if __name__ == "__main__":
+    main()
