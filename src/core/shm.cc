@@ -83,6 +83,12 @@ Result<SharedMemory> SharedMemory::create(const std::string& name, size_t len) {
   return SharedMemory(std::move(fd), std::move(*map), len);
 }
 
+Result<SharedMemory> SharedMemory::adopt(UniqueFd fd, size_t len) {
+  auto map = Mapping::map(fd.get(), whole_pages(len));
+  if (!map) return map.status();
+  return SharedMemory(std::move(fd), std::move(*map), len);
+}
+
 ProcFdHandle SharedMemory::handle(uint64_t offset) const {
   return {uint32_t(getpid()), uint32_t(fd()), offset, mapped_size()};
 }

@@ -40,6 +40,9 @@ class SharedMemory {
   // `name` shows in /proc/<pid>/fd and maps (debugging only). The file is a whole number of
   // pages, sealed at that size; size() is what was asked for.
   static Result<SharedMemory> create(const std::string& name, size_t len);
+  // Takes over a memfd another process made and passed us: it must be sealed against shrinking
+  // and at least `len` (rounded to pages) long, as Mapping::map checks.
+  static Result<SharedMemory> adopt(UniqueFd fd, size_t len);
   uint8_t* data() const { return map_.data(); }
   size_t size() const { return len_; }
   size_t mapped_size() const { return map_.size(); }

@@ -84,6 +84,13 @@ class SpscRing {
     h_->head.store(hd + 1, std::memory_order_release);
     return true;
   }
+  // Consumer side: a copy of the next slot, left in place (false when empty); pop takes it.
+  bool peek(T& v) const {
+    uint64_t hd = h_->head.load(std::memory_order_relaxed);
+    if (hd == h_->tail.load(std::memory_order_acquire)) return false;
+    v = slots_[mask_.slot(hd)];
+    return true;
+  }
   bool empty() const { return size() == 0; }
   uint64_t size() const {
     return h_->tail.load(std::memory_order_acquire) - h_->head.load(std::memory_order_acquire);
