@@ -90,3 +90,35 @@ def test_a_killed_router_fails_its_clients_within_a_second_and_a_new_one_serves(
     again = run([rdmabench, "-t", "vrdma", "-o", f"socket={r2.sock}", "--op", "write,send", "--size", "64",
                  "--iters", "2000", "--validate"], timeout=60)
     assert again.returncode == 0, again.stderr
+
+
+@as_root
+def test_a_rate_limited_tenant_gets_its_rate_while_another_runs_unthrottled(rdmabench, router, world):
+    """Two tenants stream 64 B WRITEs at once; the limited one (router path, token buckets) must
+    land within 10% of its 20,000 ops/s, the other far above it."""
+    limit = 20000
+    r = router(f'[[tenant]]\nname = "limited"\nuids = [0]\nrate_ops = {limit}\n\n'
+               f'[[tenant]]\nname = "free"\nuids = [{NOBODY}]\n')
+    env = {**os.environ, "VRDMA_SOCKET": r.sock}
+    outs = {name: world / f"{name}.jsonl" for name in ("limited", "free")}
+    for f in outs.values():
+        f.touch()
+        f.chmod(0o666)
+    args = ["-t", "vrdma", "--op", "write", "--size", "64", "--duration", "3", "--depth", "64"]
+    procs = {
+        "limited": subprocess.Popen([rdmabench, *args, "--json", str(outs["limited"])], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
+        "free": subprocess.Popen([rdmabench, *args, "--json", str(outs["free"])], env=env, user=NOBODY,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
+    }
+    for name, p in procs.items():
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, f"{name}: {err}"
+    import json
+    rate = {name: json.loads(f.read_text().splitlines()[0])["results"]["mops"] * 1e6 for name, f in outs.items()}
+    assert abs(rate["limited"] - limit) <= 0.1 * limit, rate
+    assert rate["free"] > 3 * limit, rate
+    stats = r.stats()
+    assert stats["limited"]["errors"] == 0 and stats["free"]["errors"] == 0
+    assert stats["limited"]["routed_ops"] > 0 and stats["limited"]["throttled_ms"] > 1000  # its requests waited
+    assert stats["free"]["routed_ops"] == 0  # the direct path: the router moved none of its bytes

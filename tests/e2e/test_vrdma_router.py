@@ -46,8 +46,9 @@ class Router:
     def stats(self):
         r = run([CTL, "--socket", self.sock, "stats"], timeout=10)
         assert r.returncode == 0, r.stderr
-        rows = [line.split() for line in r.stdout.splitlines()[1:]]
-        return {row[0]: dict(zip(["clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused"],
+        rows = [line.split() for line in r.stdout.splitlines()[1:] if not line.startswith("router:")]
+        return {row[0]: dict(zip(["clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused",
+                                  "routed_ops", "routed_bytes", "throttled_ms", "queued"],
                                  map(int, row[1:]))) for row in rows}
 
     def stop(self):
@@ -125,6 +126,14 @@ def test_objects_are_checked_and_released(router):
     assert "errno=16: PD" in out.stdout and "still has memory regions" in out.stdout
 
 
+def test_a_buffer_of_the_callers_keeps_its_contents_through_registration(router):
+    r = router()
+    out = client(r.sock, "pd", "user:4096", "user:1000000", "stats")
+    assert out.returncode == 0, out.stdout
+    assert "ok user:1000000" in out.stdout
+    assert r.stats()[ME]["mrs"] == 0  # both deregistered
+
+
 def test_a_killed_client_has_everything_released(router, world):
     r = router()
     ready = world / "ready"
@@ -198,3 +207,17 @@ def test_bad_input_is_one_line_and_exit_2(world):
     r = run([VRDMAD, "--turbo"], timeout=10)
     assert r.returncode == 2 and "--turbo" in r.stderr
     assert not (world / "s").exists()
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_idle_router_sleeps(router):
+    """Parked, it wakes for nothing: a second of idleness costs it (almost) no CPU."""
+    r = router()
+    assert client(r.sock, "pd", "mr:4096").returncode == 0
+    before = cpu_seconds(r.proc.pid)
+    time.sleep(1.0)
+    assert cpu_seconds(r.proc.pid) - before <= 0.02

@@ -4,7 +4,9 @@
  *
  * Steps run in order: pd (allocate a PD), mr:LEN (allocate a region of LEN bytes on the last PD,
  * write a pattern into it and read it back), dereg (the last region), dealloc (the last PD),
- * stats (print the router's counters), wait:FILE (create FILE, then block until stdin closes).
+ * user:LEN (register a page-aligned buffer of its own holding a pattern, check the pattern
+ * survived, change it, deregister, check the change survived), stats (print the router's
+ * counters), wait:FILE (create FILE, then block until stdin closes).
  * A step prefixed with '!' must fail. Each step prints one line: "ok STEP" or
  * "fail STEP errno=N: why". Exit 0 when every step did as expected, 1 when one did not.
  */
@@ -47,6 +49,24 @@ static int step(struct vrdma_context* ctx, const char* s) {
     if (!mr) return -errno;
     mrs[nmr++] = mr;
     return fill_and_check(mr);
+  }
+  if (strncmp(s, "user:", 5) == 0) {
+    if (npd == 0) return -EINVAL;
+    size_t len = strtoull(s + 5, NULL, 0);
+    unsigned char* buf = NULL;
+    if (posix_memalign((void**)&buf, 4096, len)) return -ENOMEM;
+    for (size_t i = 0; i < len; ++i) buf[i] = (unsigned char)(i * 13 + 1);
+    struct vrdma_mr* mr = vrdma_reg_mr(pds[npd - 1], buf, len, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE);
+    if (!mr) return -errno;
+    int r = mr->addr == buf ? 0 : -EFAULT;
+    for (size_t i = 0; r == 0 && i < len; ++i)
+      if (buf[i] != (unsigned char)(i * 13 + 1)) r = -EIO; /* registration kept the contents */
+    for (size_t i = 0; i < len; ++i) buf[i] = (unsigned char)(i * 5 + 2);
+    if (vrdma_dereg_mr(mr)) return -errno;
+    for (size_t i = 0; r == 0 && i < len; ++i)
+      if (buf[i] != (unsigned char)(i * 5 + 2)) r = -EIO; /* and so did deregistration */
+    free(buf);
+    return r;
   }
   if (strcmp(s, "dereg") == 0) return nmr ? vrdma_dereg_mr(mrs[--nmr]) : -EINVAL;
   if (strcmp(s, "dealloc") == 0) {

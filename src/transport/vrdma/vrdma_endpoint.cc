@@ -94,7 +94,6 @@ class VrdmaEp final : public Endpoint {
       err_ = fmt::format("vrdma: poll_cq: {}", vrdma_last_error());
       return -1;
     }
-    bool failed = false;
     for (int i = 0; i < n; ++i) {
       Completion& c = out[i];
       c = {};
@@ -108,11 +107,7 @@ class VrdmaEp final : public Endpoint {
       c.vendor_err = wc[i].status;
       c.has_imm = imm && (c.op == Op::recv || c.op == Op::remote_write);
       c.imm = wc[i].imm_data;
-      failed = failed || !c.ok();
     }
-    // The contract keeps an endpoint usable after a failed op; a QP moves to error, so it is
-    // brought back (unless the peer is gone, which the next op then reports).
-    if (failed) vrdma_recover_qp(qp_);
     return n;
   }
 
@@ -172,7 +167,7 @@ class VrdmaEp final : public Endpoint {
       s.swap = w.operand;
     }
     vrdma_send_wr* bad = nullptr;
-    if (int e = vrdma_post_send(qp_, &s, &bad); e) return refuse(e);
+    if (int e = vrdma_post_send(qp_, &s, &bad); e) return e == ENOMEM ? 0 : refuse(e);  // ENOMEM: the send ring is full
     return 1;
   }
 
@@ -190,7 +185,8 @@ class VrdmaEp final : public Endpoint {
 
 }  // namespace
 
-Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd, const EndpointOptions& o) {
+Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd, const EndpointOptions& o,
+                                                bool router_path) {
   vrdma_cq* cq = vrdma_create_cq(ctx, int(o.depth + o.rx_slots + 16));
   if (!cq) return Status(Errc::io, fmt::format("vrdma: create_cq: {}", vrdma_last_error()));
   vrdma_qp_init_attr a{};
@@ -198,7 +194,10 @@ Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd
   a.max_send_wr = std::max<uint32_t>(o.depth, 1);
   a.max_recv_wr = std::max<uint32_t>(o.rx_slots, 1);
   a.max_inline_data = kInlineBytes;
-  a.flags = VRDMA_QP_IMM_WITHOUT_RECV;  // the contract's write-imm consumes no receive (fi_writedata)
+  // The contract's write-imm consumes no receive (fi_writedata), and a failed op leaves the
+  // endpoint usable for the ops after it, already posted or not.
+  a.flags = VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_NO_ERROR_STATE;
+  if (router_path) a.flags |= VRDMA_QP_ROUTER_PATH;
   vrdma_qp* qp = vrdma_create_qp(pd, &a);
   if (!qp) {
     Status st(Errc::io, fmt::format("vrdma: create_qp: {}", vrdma_last_error()));

@@ -7,6 +7,8 @@ namespace rb::transport::vrdma {
 
 constexpr uint32_t kInlineBytes = 256;  // what an endpoint copies at post time (wr_flag::inject)
 
-Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd, const EndpointOptions& o);
+// router_path: ask for the router path (VRDMA_QP_ROUTER_PATH); else the tenant's config decides.
+Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd, const EndpointOptions& o,
+                                                bool router_path);
 
 }  // namespace rb::transport::vrdma

@@ -31,7 +31,10 @@ class VrdmaMemory final : public HostMemory {
 // are the owner's virtual addresses, as in verbs.
 class VrdmaMr final : public MemoryRegion {
  public:
-  VrdmaMr(vrdma_mr* mr, void* addr, size_t len) : mr_(mr), addr_(addr), len_(len) {}
+  VrdmaMr(vrdma_mr* mr, void* addr, size_t len, bool owns = false) : mr_(mr), addr_(addr), len_(len), owns_(owns) {}
+  ~VrdmaMr() override {
+    if (owns_) vrdma_dereg_mr(mr_);
+  }
   void* addr() const override { return addr_; }
   size_t len() const override { return len_; }
   void* desc() const override { return mr_; }
@@ -41,6 +44,7 @@ class VrdmaMr final : public MemoryRegion {
   vrdma_mr* mr_;
   void* addr_;
   size_t len_;
+  bool owns_;  // registered here (vrdma_reg_mr), not a range of an allocation
 };
 
 }  // namespace
@@ -71,13 +75,12 @@ Result<std::unique_ptr<HostMemory>> allocate(vrdma_pd* pd, std::shared_ptr<Regio
   return std::unique_ptr<HostMemory>(new VrdmaMemory(mr, std::move(regions)));
 }
 
-Result<std::unique_ptr<MemoryRegion>> register_range(const Regions& regions, void* addr, size_t len) {
-  vrdma_mr* mr = regions.covering(addr, len);
-  if (!mr)
-    return Status(Errc::unsupported,
-                  "vrdma: registers memory it allocated (vrdma_alloc_mr) only; registering other memory comes with "
-                  "the verbs layer");
-  return std::unique_ptr<MemoryRegion>(new VrdmaMr(mr, addr, len));
+Result<std::unique_ptr<MemoryRegion>> register_range(vrdma_pd* pd, const Regions& regions, void* addr, size_t len) {
+  if (vrdma_mr* mr = regions.covering(addr, len)) return std::unique_ptr<MemoryRegion>(new VrdmaMr(mr, addr, len));
+  // Memory of the caller's: registered as it is (page aligned), its pages made shared.
+  vrdma_mr* mr = vrdma_reg_mr(pd, addr, len, kAllAccess);
+  if (!mr) return Status(Errc::unavailable, fmt::format("vrdma: registering {} B at {}: {}", len, addr, vrdma_last_error()));
+  return std::unique_ptr<MemoryRegion>(new VrdmaMr(mr, addr, len, true));
 }
 
 }  // namespace rb::transport::vrdma

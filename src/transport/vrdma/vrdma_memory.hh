@@ -24,6 +24,7 @@ class Regions {
 };
 
 Result<std::unique_ptr<HostMemory>> allocate(vrdma_pd* pd, std::shared_ptr<Regions> regions, size_t len);
-Result<std::unique_ptr<MemoryRegion>> register_range(const Regions& regions, void* addr, size_t len);
+// A range of an allocated region, or else the caller's own page-aligned memory (vrdma_reg_mr).
+Result<std::unique_ptr<MemoryRegion>> register_range(vrdma_pd* pd, const Regions& regions, void* addr, size_t len);
 
 }  // namespace rb::transport::vrdma

@@ -77,6 +77,8 @@ int vrdma_close(vrdma_context* ctx) {
 
 const char* vrdma_tenant(const vrdma_context* ctx) { return ctx->impl->tenant().c_str(); }
 
+int vrdma_tenant_routed(const vrdma_context* ctx) { return ctx->impl->direct_allowed() ? 0 : 1; }
+
 vrdma_pd* vrdma_alloc_pd(vrdma_context* ctx) {
   auto r = ctx->impl->alloc_pd();
   if (failed(r)) return nullptr;
@@ -99,7 +101,20 @@ vrdma_mr* vrdma_alloc_mr(vrdma_pd* pd, size_t length, unsigned access) {
     return nullptr;
   }
   box->region = std::move(*r.value);
-  box->pub = {pd, box->region->map.data(), length, box->region->lkey, box->region->rkey};
+  box->pub = {pd, box->region->base, length, box->region->lkey, box->region->rkey};
+  return &box->pub;
+}
+
+vrdma_mr* vrdma_reg_mr(vrdma_pd* pd, void* addr, size_t length, unsigned access) {
+  auto r = pd->ctx->impl->reg_mr(pd->id, addr, length, access);
+  if (failed(r)) return nullptr;
+  auto* box = new (std::nothrow) MrBox{};
+  if (!box) {
+    set_error(ENOMEM, "out of memory");
+    return nullptr;
+  }
+  box->region = std::move(*r.value);
+  box->pub = {pd, box->region->base, length, box->region->lkey, box->region->rkey};
   return &box->pub;
 }
 
@@ -169,7 +184,7 @@ vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
   attr.max_recv_wr = a->max_recv_wr;
   attr.max_inline = a->max_inline_data;
   attr.sig_all = a->sq_sig_all != 0;
-  attr.flags = a->flags & VRDMA_QP_IMM_WITHOUT_RECV;
+  attr.flags = a->flags & (VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE);
   auto q = rb::vrdma::Qp::create(*pd->ctx->impl, attr);
   if (failed(q)) return nullptr;
   return new (std::nothrow) vrdma_qp{pd, std::move(*q.value)};

@@ -82,6 +82,7 @@ Call<std::unique_ptr<Context>> Context::open(const std::string& socket_path) {
   auto w = a.value->msg.as<proto::Welcome>();
   c->tenant_ = proto::get_text(w.tenant, proto::kNameBytes);
   c->router_id_ = w.router_id;
+  c->direct_ = w.direct != 0;
   c->stop_watch_.reset(eventfd(0, EFD_CLOEXEC));
   if (!c->stop_watch_) return fail<std::unique_ptr<Context>>(errno, "eventfd for the router watcher");
   c->watcher_ = std::thread([ctx = c.get()] { ctx->watch_router(); });
@@ -175,15 +176,47 @@ Call<std::unique_ptr<Region>> Context::alloc_mr(uint32_t pd, uint64_t len, uint3
   if (!a.value->fd || g.len != len || g.map_len < where->size())
     return fail<std::unique_ptr<Region>>(EIO, "vrdma router granted a region without its memory");
   if (Status st = where->map_over(a.value->fd.get()); !st) return fail<std::unique_ptr<Region>>(ENOMEM, st.message());
-  auto r = std::make_unique<Region>(Region{g.lkey, g.rkey, pd, access, len, std::move(*where)});
+  auto r = std::make_unique<Region>(Region{g.lkey, g.rkey, pd, access, len, where->data(), std::move(*where), {}});
   std::lock_guard lk(regions_mu_);
   regions_[r->lkey] = r.get();
   return done(std::move(r));
 }
 
-Call<bool> Context::dereg_mr(const Region& r) {
+Call<std::unique_ptr<Region>> Context::reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access) {
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  if (reinterpret_cast<uintptr_t>(addr) % page || len == 0)
+    return fail<std::unique_ptr<Region>>(EINVAL, fmt::format("vrdma_reg_mr: the buffer must start on a page ({} B) and be non-empty", page));
+  auto shadow = SharedMemory::create("vrdma-user-mr", len);
+  if (!shadow) return fail<std::unique_ptr<Region>>(ENOMEM, shadow.status().message());
+  size_t span = shadow->mapped_size();
+  std::memcpy(shadow->data(), addr, span);  // the whole pages: what else lives in the last one stays too
+  if (mmap(addr, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, shadow->fd(), 0) == MAP_FAILED)
+    return fail<std::unique_ptr<Region>>(errno, fmt::format("vrdma_reg_mr: mapping over the buffer: {}", std::strerror(errno)));
+  uint64_t va = reinterpret_cast<uint64_t>(addr);
+  auto a = ask(proto::Type::reg_mr, proto::RegMr{pd, access, len, va}, proto::Type::mr_granted, shadow->fd());
+  if (!a.ok()) {
+    unshare(addr, *shadow);
+    return fail<std::unique_ptr<Region>>(a.error.err, a.error.message);
+  }
+  auto g = a.value->msg.as<proto::MrGranted>();
+  auto r = std::make_unique<Region>(Region{g.lkey, g.rkey, pd, access, len, static_cast<uint8_t*>(addr), {}, std::move(*shadow)});
+  std::lock_guard lk(regions_mu_);
+  regions_[r->lkey] = r.get();
+  return done(std::move(r));
+}
+
+// The caller's buffer gets private memory again, contents kept, so a mapping of the memfd a
+// peer still holds (a stale grant) reaches memory nobody uses.
+void Context::unshare(void* addr, const SharedMemory& shadow) {
+  size_t span = shadow.mapped_size();
+  if (mmap(addr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+    std::memcpy(addr, shadow.data(), span);
+}
+
+Call<bool> Context::dereg_mr(Region& r) {
   auto a = ask(proto::Type::dereg_mr, proto::Handle{r.lkey}, proto::Type::done);
   if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
+  if (r.shadow) unshare(r.base, *r.shadow);
   std::lock_guard lk(regions_mu_);
   regions_.erase(r.lkey);
   return done(true);
@@ -208,7 +241,8 @@ Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t 
   auto a = ask(proto::Type::connect_qp, proto::ConnectQp{qp_num, peer_qp, peer_router}, proto::Type::qp_connected);
   if (!a.ok()) return fail<Connected>(a.error.err, a.error.message);
   if (!a.value->fd) return fail<Connected>(EIO, "vrdma router connected a QP without the peer's queue memory");
-  return done(Connected{std::move(a.value->fd), std::move(a.value->fd2), a.value->msg.as<proto::QpConnected>().peer_mem_len});
+  auto q = a.value->msg.as<proto::QpConnected>();
+  return done(Connected{std::move(a.value->fd), std::move(a.value->fd2), q.peer_mem_len, q.router_path != 0});
 }
 
 Call<Grant> Context::grant(uint32_t qp_num, uint32_t key) {

@@ -59,8 +59,10 @@ class FixedMapping {
 struct Region {
   uint32_t lkey = 0, rkey = 0, pd = 0, access = 0;
   uint64_t len = 0;
-  FixedMapping map;
-  uint64_t va() const { return reinterpret_cast<uint64_t>(map.data()); }
+  uint8_t* base = nullptr;              // the region's first byte in this process
+  std::optional<FixedMapping> owned;    // vrdma_alloc_mr: memory the library maps and unmaps
+  std::optional<SharedMemory> shadow;   // vrdma_reg_mr: the memfd now mapped under the caller's buffer
+  uint64_t va() const { return reinterpret_cast<uint64_t>(base); }
 };
 
 struct Grant {  // a mapping of a peer's region (direct path)
@@ -74,6 +76,7 @@ struct Grant {  // a mapping of a peer's region (direct path)
 struct Connected {
   UniqueFd mem, doorbell;  // doorbell: the peer's recv CQ eventfd, absent if it has none
   uint64_t len = 0;
+  bool router_path = false;  // then `mem` is the router's kick eventfd and there is no doorbell
 };
 
 class Context {
@@ -91,7 +94,10 @@ class Context {
   Call<uint32_t> alloc_pd();
   Call<bool> dealloc_pd(uint32_t pd);
   Call<std::unique_ptr<Region>> alloc_mr(uint32_t pd, uint64_t len, uint32_t access);
-  Call<bool> dereg_mr(const Region& r);
+  Call<bool> dereg_mr(Region& r);
+  // The caller's page-aligned buffer becomes shared memory with its contents kept: a memfd
+  // takes the buffer's pages (mapped over them) and goes to the router as the region.
+  Call<std::unique_ptr<Region>> reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access);
   Call<std::string> stats();
   Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell);
   Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router);
@@ -99,6 +105,7 @@ class Context {
   Call<bool> destroy_qp(uint32_t qp_num);
 
   uint64_t router_id() const { return router_id_; }
+  bool direct_allowed() const { return direct_; }
   // This client's region of `lkey`, or null.
   const Region* region(uint32_t lkey) const;
 
@@ -120,7 +127,9 @@ class Context {
   std::string path_, tenant_;
   uint32_t seq_ = 0;
   void watch_router();
+  static void unshare(void* addr, const SharedMemory& shadow);
   uint64_t router_id_ = 0;
+  bool direct_ = false;
   std::atomic<bool> router_gone_{false};
   std::mutex wake_mu_;
   std::vector<int> wake_fds_;

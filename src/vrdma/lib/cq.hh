@@ -22,18 +22,19 @@ class Cq {
   int arm();
   void push(const vrdma_wc& wc) { local_.push_back(wc); }
   void attach_receiver(Qp* qp) { receivers_.push_back(qp); }
+  void attach_sender(Qp* qp) { senders_.push_back(qp); }
   void detach(Qp* qp);
   int poll(int n, vrdma_wc* out);
-  bool has_qps() const { return !receivers_.empty() || senders_ > 0; }
-  void add_sender() { ++senders_; }
-  void remove_sender() { --senders_; }
+  bool routed() const;  // a QP of this CQ is on the router path
+  bool has_qps() const { return !receivers_.empty() || !senders_.empty(); }
 
  private:
   int capacity_;
+  int empty_polls_ = 0;  // in a row: on the router path every 16th gives the core away
   UniqueFd efd_;
   std::deque<vrdma_wc> local_;
   std::vector<Qp*> receivers_;
-  int senders_ = 0;
+  std::vector<Qp*> senders_;  // router-path requests complete through them
 };
 
 }  // namespace rb::vrdma

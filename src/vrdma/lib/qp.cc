@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "vrdma/lib/copy.hh"
 #include "vrdma/lib/cq.hh"
 #include "vrdma/lib/qp_view.hh"
 
@@ -20,44 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kRnrTimeout = std::chrono::seconds(1);  // a SEND waits this long for a receive
 constexpr uint32_t kAddressMagic = 0x44415256;       // "VRAD"
-
-uint64_t align64(uint64_t n) { return (n + 63) & ~uint64_t(63); }
-
-struct Piece {
-  uint8_t* p;
-  uint64_t len;
-};
-
-// Copies the bytes of `from` into `to`, both lists of pieces, as far as both reach. The last
-// byte goes last, with release: a target polling it finds the rest there (write latency).
-void copy_pieces(const Piece* from, int nfrom, const Piece* to, int nto) {
-  uint64_t total = 0;
-  for (int i = 0; i < nfrom; ++i) total += from[i].len;
-  uint64_t room = 0;
-  for (int i = 0; i < nto; ++i) room += to[i].len;
-  if (room < total) total = room;
-  if (total == 0) return;
-  uint8_t* last_dst = nullptr;
-  uint8_t last_byte = 0;
-  int fi = 0, ti = 0;
-  uint64_t fo = 0, to_off = 0, left = total;
-  while (left) {
-    while (fo == from[fi].len) ++fi, fo = 0;
-    while (to_off == to[ti].len) ++ti, to_off = 0;
-    uint64_t n = std::min({from[fi].len - fo, to[ti].len - to_off, left});
-    if (n == left) {  // the final run: hold its last byte back
-      if (n > 1) std::memcpy(to[ti].p + to_off, from[fi].p + fo, n - 1);
-      last_dst = to[ti].p + to_off + n - 1;
-      last_byte = from[fi].p[fo + n - 1];
-    } else {
-      std::memcpy(to[ti].p + to_off, from[fi].p + fo, n);
-    }
-    fo += n;
-    to_off += n;
-    left -= n;
-  }
-  std::atomic_ref<uint8_t>(*last_dst).store(last_byte, std::memory_order_release);
-}
 
 int wc_opcode(int wr_opcode) {
   switch (wr_opcode) {
@@ -81,30 +44,38 @@ Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
   };
   if (attr.max_recv_wr > (1u << 16) || attr.max_send_wr > (1u << 16))
     return fail(EINVAL, "max_send_wr and max_recv_wr go up to 65536");
-  uint64_t slots = 1;
+  uint64_t slots = 1, send_slots = 1;
   while (slots < std::max<uint32_t>(attr.max_recv_wr, 1)) slots <<= 1;
-  uint64_t recv_off = align64(sizeof(proto::QpHeader));
-  uint64_t arr_off = recv_off + align64(SpscRing<proto::RecvEntry>::bytes_for(slots));
-  uint64_t total = arr_off + align64(SpscRing<proto::Arrival>::bytes_for(slots));
-  auto mem = SharedMemory::create("vrdma-qp", total);
+  while (send_slots < std::max<uint32_t>(attr.max_send_wr, 1)) send_slots <<= 1;
+  QpLayout l = qp_layout(slots, send_slots);
+  auto mem = SharedMemory::create("vrdma-qp", l.total);
   if (!mem) return fail(ENOMEM, mem.status().message());
   std::unique_ptr<Qp> q(new Qp(ctx, attr, std::move(*mem)));
   q->hdr_ = new (q->mem_.data()) proto::QpHeader();
   q->hdr_->recv_slots = uint32_t(slots);
-  q->hdr_->recv_ring_off = recv_off;
-  q->hdr_->arrival_ring_off = arr_off;
-  q->hdr_->total_len = total;
+  q->hdr_->send_slots = uint32_t(send_slots);
+  q->hdr_->recv_ring_off = l.recv_off;
+  q->hdr_->arrival_ring_off = l.arrival_off;
+  q->hdr_->send_ring_off = l.send_off;
+  q->hdr_->cqe_ring_off = l.cqe_off;
+  q->hdr_->total_len = l.total;
   q->hdr_->flags = attr.flags;
-  auto r = SpscRing<proto::RecvEntry>::create({q->mem_.data() + recv_off, arr_off - recv_off}, slots);
-  auto a = SpscRing<proto::Arrival>::create({q->mem_.data() + arr_off, total - arr_off}, slots);
-  if (!r || !a) return fail(EIO, "cannot lay out the QP's rings");
+  uint8_t* base = q->mem_.data();
+  auto r = SpscRing<proto::RecvEntry>::create({base + l.recv_off, l.arrival_off - l.recv_off}, slots);
+  auto a = SpscRing<proto::Arrival>::create({base + l.arrival_off, l.send_off - l.arrival_off}, slots);
+  auto sr = SpscRing<proto::SendEntry>::create({base + l.send_off, l.cqe_off - l.send_off}, send_slots);
+  auto cr = SpscRing<proto::Cqe>::create({base + l.cqe_off, l.total - l.cqe_off}, send_slots);
+  if (!r || !a || !sr || !cr) return fail(EIO, "cannot lay out the QP's rings");
   q->my_recvs_.emplace(*r);
   q->my_arrivals_.emplace(*a);
+  q->my_sends_.emplace(*sr);
+  q->my_cqes_.emplace(*cr);
+  uint64_t total = l.total;
   auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total, attr.recv_cq ? attr.recv_cq->event_fd() : -1);
   if (!num.ok()) return fail(num.error.err, num.error.message);
   q->num_ = *num.value;
   if (attr.recv_cq) attr.recv_cq->attach_receiver(q.get());
-  if (attr.send_cq) attr.send_cq->add_sender();
+  if (attr.send_cq) attr.send_cq->attach_sender(q.get());
   Call<std::unique_ptr<Qp>> c;
   c.value = std::move(q);
   return c;
@@ -114,7 +85,7 @@ Qp::Qp(Context& ctx, const QpAttr& attr, SharedMemory mem) : ctx_(ctx), attr_(at
 
 Qp::~Qp() {
   if (attr_.recv_cq) attr_.recv_cq->detach(this);
-  if (attr_.send_cq) attr_.send_cq->remove_sender();
+  if (attr_.send_cq) attr_.send_cq->detach(this);
 }
 
 void Qp::address(uint8_t out[VRDMA_ADDRESS_BYTES]) const {
@@ -139,12 +110,18 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
     c.error = {EINVAL, "not a vrdma QP address"};
     return c;
   }
-  if (peer_mem_) {
+  if (connected_) {
     c.error = {EISCONN, fmt::format("QP {:#x} is connected already", num_)};
     return c;
   }
   auto got = ctx_.connect_qp(num_, peer, router);
   if (!got.ok()) return {std::nullopt, got.error};
+  if (got.value->router_path) {  // the router moves our bytes: we only post and take answers
+    router_path_ = connected_ = true;
+    router_kick_ = std::move(got.value->mem);
+    c.value = true;
+    return c;
+  }
   auto m = Mapping::map(got.value->mem.get(), got.value->len);
   if (!m) {
     c.error = {EIO, m.status().message()};
@@ -163,6 +140,7 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
   peer_flags_ = h->flags;
   peer_mem_.emplace(std::move(*m));
   peer_doorbell_ = std::move(got.value->doorbell);
+  connected_ = true;
   c.value = true;
   return c;
 }
@@ -219,10 +197,11 @@ int Qp::post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
 int Qp::post_send(vrdma_send_wr* wr, vrdma_send_wr** bad) {
   for (; wr; wr = wr->next) {
     bool known = wr->opcode >= VRDMA_WR_RDMA_WRITE && wr->opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
-    if (!peer_mem_ || !known || wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge)) {
+    if (!connected_ || !known || wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge)) {
       if (bad) *bad = wr;
-      return !peer_mem_ ? ENOTCONN : EINVAL;
+      return !connected_ ? ENOTCONN : EINVAL;
     }
+    if (router_path_) return post_to_router(wr, bad);
     Outcome o;
     if (error_) o.status = VRDMA_WC_WR_FLUSH_ERR;
     else if (peer_broken()) o.status = VRDMA_WC_REM_OP_ERR;
@@ -384,6 +363,74 @@ Qp::Outcome Qp::announce(const vrdma_send_wr& wr, uint32_t write_len) {
   }
   ring_peer();
   return {VRDMA_WC_SUCCESS, write_len};
+}
+
+// Router path: the requests go into the send ring for the router, which answers in the CQE ring.
+int Qp::post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad) {
+  int rc = 0;
+  for (; wr; wr = wr->next) {
+    bool known = wr->opcode >= VRDMA_WR_RDMA_WRITE && wr->opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    if (!known || wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge)) {
+      rc = EINVAL;
+      break;
+    }
+    if (error_ || peer_broken()) {
+      complete(*wr, {error_ ? VRDMA_WC_WR_FLUSH_ERR : VRDMA_WC_REM_OP_ERR, 0});
+      continue;
+    }
+    proto::SendEntry e;
+    e.wr_id = wr->wr_id;
+    e.remote_addr = wr->remote_addr;
+    e.compare_add = wr->compare_add;
+    e.swap = wr->swap;
+    e.rkey = wr->rkey;
+    e.imm = wr->imm_data;
+    e.opcode = uint8_t(wr->opcode);
+    e.flags = uint8_t(wr->send_flags | (attr_.sig_all ? VRDMA_SEND_SIGNALED : 0));
+    if (wr->send_flags & VRDMA_SEND_INLINE) {  // the bytes travel in the entry itself
+      uint64_t len = 0;
+      for (int i = 0; i < wr->num_sge; ++i) len += wr->sg_list[i].length;
+      if (len > proto::kRouterInline || len > attr_.max_inline) {
+        complete(*wr, {VRDMA_WC_LOC_LEN_ERR, 0});
+        continue;
+      }
+      for (int i = 0, off = 0; i < wr->num_sge; off += int(wr->sg_list[i].length), ++i)
+        std::memcpy(e.inline_data + off, reinterpret_cast<const void*>(wr->sg_list[i].addr), wr->sg_list[i].length);
+      e.inline_len = uint16_t(len);
+    } else {
+      e.nsge = uint32_t(wr->num_sge);
+      for (int i = 0; i < wr->num_sge; ++i) e.sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+    }
+    if (!my_sends_->push(e)) {
+      rc = ENOMEM;  // the send queue is full: the caller polls and posts again
+      break;
+    }
+  }
+  if (rc && bad) *bad = wr;
+  // Dekker with the router's park: push, fence, then look at its flag.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (hdr_->router_parked.load(std::memory_order_relaxed)) {
+    uint64_t one = 1;
+    (void)!write(router_kick_.get(), &one, sizeof one);
+  }
+  return rc;
+}
+
+int Qp::take_answers(int n, vrdma_wc* out) {
+  int got = 0;
+  proto::Cqe c;
+  while (got < n && my_cqes_->pop(c)) {
+    vrdma_wc& wc = out[got++];
+    wc = {};
+    wc.wr_id = c.wr_id;
+    wc.status = c.status;
+    wc.opcode = wc_opcode(c.opcode);
+    wc.byte_len = c.byte_len;
+    wc.qp_num = num_;
+    if (c.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM || c.opcode == VRDMA_WR_SEND_WITH_IMM) wc.wc_flags = VRDMA_WC_WITH_IMM;
+    if (c.status != VRDMA_WC_SUCCESS) fail_qp();
+  }
+  return got;
 }
 
 int Qp::take_arrivals(int n, vrdma_wc* out) {

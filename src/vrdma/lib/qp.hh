@@ -39,6 +39,9 @@ class Qp {
   int post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad);
   // The receive side's completions, for the recv CQ: arrivals in order, then flushes.
   int take_arrivals(int n, vrdma_wc* out);
+  // Router path: the router's answers to our requests, for the send CQ.
+  int take_answers(int n, vrdma_wc* out);
+  bool answers_waiting() const { return router_path_ && !my_cqes_->empty(); }
   // Takes back every receive still posted: each completes on the recv CQ with
   // VRDMA_WC_WR_FLUSH_ERR, and the peer skips them (verbs would move the QP through error).
   void withdraw_recvs();
@@ -46,8 +49,10 @@ class Qp {
   // to RTS with the same peer). A peer that is gone stays gone.
   bool recover() {
     error_ = false;
+    hdr_->router_error.store(0, std::memory_order_release);
     return !peer_broken();
   }
+  bool router_path() const { return router_path_; }
   const QpAttr& attr() const { return attr_; }
   // Event path: the recv CQ asks peers to ring its doorbell after their next arrival.
   void arm() { hdr_->armed.store(1, std::memory_order_relaxed); }
@@ -71,7 +76,9 @@ class Qp {
   const Grant* grant(uint32_t key);
   bool peer_broken() const;
   void complete(const vrdma_send_wr& wr, const Outcome& o);
-  void fail_qp() { error_ = true; }
+  void fail_qp() {
+    if (!(attr_.flags & proto::no_error_state)) error_ = true;
+  }
 
   Context& ctx_;
   QpAttr attr_;
@@ -80,6 +87,12 @@ class Qp {
   proto::QpHeader* hdr_ = nullptr;
   std::optional<SpscRing<proto::RecvEntry>> my_recvs_;
   std::optional<SpscRing<proto::Arrival>> my_arrivals_;
+  std::optional<SpscRing<proto::SendEntry>> my_sends_;  // router path: we produce, the router consumes
+  std::optional<SpscRing<proto::Cqe>> my_cqes_;         // router path: the router produces
+  bool router_path_ = false;
+  bool connected_ = false;
+  UniqueFd router_kick_;  // the router's eventfd: written after a post when it is parked
+  int post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad);
   std::optional<Mapping> peer_mem_;  // the peer's: we consume its receives, produce its arrivals
   proto::QpHeader* peer_hdr_ = nullptr;
   uint32_t peer_flags_ = 0;

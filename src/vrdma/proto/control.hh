@@ -62,7 +62,7 @@ struct Welcome {
   uint32_t max_qps = 0;        // 0: unlimited
   uint32_t client_id = 0;      // the router's number for this connection
   uint64_t router_id = 0;      // random per router run: QP addresses name it
-  uint8_t direct = 0;          // the tenant's same-host peers use the direct path
+  uint8_t direct = 0;          // the tenant's same-host peers may use the direct path
   uint8_t pad[7] = {};
 };
 // Errors mirror errno values the verbs API uses (EINVAL, ENOMEM, EPERM, ...), so a verbs layer
@@ -108,7 +108,9 @@ struct ConnectQp {
   uint64_t peer_router = 0;  // the router the peer's address names
 };
 struct QpConnected {
-  uint64_t peer_mem_len = 0;  // map this much of the descriptor
+  uint64_t peer_mem_len = 0;  // direct path: map this much of the descriptor (the peer QP's memory)
+  uint32_t router_path = 0;   // 1: the router moves the bytes; the descriptor is its kick eventfd
+  uint32_t pad = 0;
 };
 // Direct path: a mapping of a region of the connected peer QP's PD, named by its rkey (for
 // WRITE, READ, atomics) or its lkey (a receive buffer a SEND fills).

@@ -2,11 +2,13 @@
 // A QP's shared memory: a memfd its owner creates, the router maps (to mark it broken when a peer
 // dies) and the connected peer maps (the direct path). Plain data at fixed offsets:
 //
-//   [QpHeader][receive ring: RecvEntry slots][arrival ring: Arrival slots]
+//   [QpHeader][receive ring: RecvEntry][arrival ring: Arrival][send ring: SendEntry][CQE ring: Cqe]
 //
-// The owner posts receives into the receive ring; the peer, sending, takes them in order, fills
-// the buffer and pushes one Arrival per receive it used. Each ring has one producer and one
-// consumer. Whatever a peer writes here is checked before use: it can lose or corrupt its own
+// The owner posts receives into the receive ring; whoever moves the peer's SENDs (the peer's
+// library on the direct path, the router on the router path) takes them in order, fills the
+// buffer and pushes one Arrival per receive it used. On the router path the owner also posts
+// its requests into the send ring, and the router answers each in the CQE ring. Each ring has
+// one producer and one consumer. Whatever a peer writes here is checked before use: it can lose or corrupt its own
 // messages to us, never reach outside our regions.
 #include <atomic>
 #include <cstdint>
@@ -19,6 +21,8 @@ constexpr uint32_t kMaxSge = 4;
 enum class QpState : uint32_t { ready = 0, error = 1 };
 enum QpFlags : uint32_t {
   imm_without_recv = 1,  // a WRITE with immediate data to this QP consumes no receive
+  router_path = 2,       // the owner asks for the router path (else the tenant's config decides)
+  no_error_state = 4,    // a failed request completes with its status and the QP stays ready
 };
 
 struct alignas(64) QpHeader {
@@ -37,6 +41,11 @@ struct alignas(64) QpHeader {
   // The owner sleeps on its recv CQ: the peer writes the doorbell it got at connect after its
   // next arrival, and clears this.
   std::atomic<uint32_t> armed{0};
+  // Router path.
+  uint32_t send_slots = 0;
+  uint64_t send_ring_off = 0, cqe_ring_off = 0;
+  std::atomic<uint32_t> router_parked{0};  // the router sleeps: write its kick eventfd after a post
+  std::atomic<uint32_t> router_error{0};   // the router failed a request: later ones flush until the owner recovers
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
@@ -66,6 +75,31 @@ struct Arrival {
   uint8_t status = 0;  // ArrivalStatus
   uint8_t no_recv = 0; // a write-imm to a QP with imm_without_recv: it used no receive
   uint8_t pad[5] = {};
+};
+
+constexpr uint32_t kRouterInline = 64;  // inline payload a send-ring entry carries
+
+// A request on the router path, as the owner posted it (vrdma_send_wr's fields).
+struct SendEntry {
+  uint64_t wr_id = 0;
+  uint64_t remote_addr = 0;
+  uint64_t compare_add = 0, swap = 0;
+  uint32_t rkey = 0, imm = 0;
+  uint32_t nsge = 0;
+  uint8_t opcode = 0;  // vrdma_wr_opcode
+  uint8_t flags = 0;   // vrdma_send_flags
+  uint16_t inline_len = 0;
+  Sge sge[kMaxSge];
+  uint8_t inline_data[kRouterInline];
+};
+
+// The router's answer to a request (signaled, or failed).
+struct Cqe {
+  uint64_t wr_id = 0;
+  uint32_t byte_len = 0;
+  uint8_t status = 0;  // vrdma_wc_status
+  uint8_t opcode = 0;  // the request's vrdma_wr_opcode
+  uint8_t pad[2] = {};
 };
 
 }  // namespace rb::vrdma::proto

@@ -35,7 +35,7 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   w.max_qps = s.tenant.max_qps;
   w.client_id = s.id;
   w.router_id = router_id_;
-  w.direct = s.tenant.direct;
+  w.direct = s.tenant.direct && !s.tenant.rate_limited();  // rate limits are enforced on the router path
   log(fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
   return {proto::encode(Type::welcome, m.h.seq, w)};
 }
@@ -58,7 +58,7 @@ Router::Reply Router::dealloc_pd(Session& s, const proto::Message& m) {
   return {proto::encode(Type::done, m.h.seq)};
 }
 
-Router::Reply Router::reg_mr(Session& s, const proto::Message& m) {
+Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& theirs) {
   auto req = m.as<proto::RegMr>();
   constexpr uint32_t kAllAccess =
       proto::local_write | proto::remote_write | proto::remote_read | proto::remote_atomic;
@@ -73,8 +73,11 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m) {
     return error(s, m, ENOMEM,
                  fmt::format("tenant {} would hold {} B registered, over its max_reg_bytes of {} B", s.tenant.name,
                              u.reg_bytes + req.len, s.tenant.max_reg_bytes));
-  auto mem = SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
-  if (!mem) return error(s, m, ENOMEM, mem.status().message());
+  // The client's own buffer comes as its memfd (mapped over the buffer, contents kept); other
+  // regions are memory the router makes.
+  auto mem = theirs ? SharedMemory::adopt(std::move(theirs), req.len)
+                    : SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
+  if (!mem) return error(s, m, theirs ? EINVAL : ENOMEM, mem.status().message());
   MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va, std::move(*mem)};
   proto::MrGranted g{e.lkey, e.rkey, e.len, e.mem.mapped_size()};
   int fd = e.mem.fd();

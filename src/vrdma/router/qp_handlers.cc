@@ -2,6 +2,7 @@
 // (the direct path); the bytes themselves never pass through here on that path.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -27,6 +28,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
     return error(s, m, EINVAL, "QP memory is not laid out as a QP");
   uint32_t num = fresh_key();
   QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), std::move(*map), req.mem_len};
+  q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   qps_.emplace(num, std::move(q));
   s.qps.insert(num);
   ++u.qps;
@@ -43,12 +45,27 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   const Session& owner = sessions_.at(peer->second.owner);
   // Tenants never meet: an address of another tenant's QP is as good as a wrong one.
   if (owner.tenant.name != s.tenant.name) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
-  if (!s.tenant.direct)
-    return error(s, m, EOPNOTSUPP, fmt::format("tenant {} is set to the router path, which is not built yet", s.tenant.name));
   QpEntry& mine = qps_.at(req.qp_num);
   if (mine.peer && mine.peer != req.peer_qp_num) return error(s, m, EISCONN, "the QP is connected to another already");
   if (peer->second.peer && peer->second.peer != req.qp_num)
     return error(s, m, EISCONN, fmt::format("QP {:#x} is connected to another QP", req.peer_qp_num));
+  // The router path where the tenant's config asks for it, where its rates are limited (QoS is
+  // enforced there) or where either QP asked; both sides of a connection take the same one.
+  bool routed = !s.tenant.direct || s.tenant.rate_limited() || ((mine.flags | peer->second.flags) & proto::router_path);
+  if (peer->second.peer == req.qp_num && peer->second.router_path != routed)
+    return error(s, m, EINVAL, fmt::format("QP {:#x} connected on the {} path; both sides of a connection take the same path",
+                                          req.peer_qp_num, peer->second.router_path ? "router" : "direct"));
+  if (routed) {
+    auto v = view_qp(mine.mem.bytes());
+    if (!v) return error(s, m, EINVAL, v.status().message());
+    mine.view.emplace(*v);
+    mine.router_path = true;
+    mine.peer = req.peer_qp_num;
+    routed_.push_back(mine.num);
+    proto::QpConnected c;
+    c.router_path = 1;
+    return {proto::encode(Type::qp_connected, m.h.seq, c), kick_.get()};
+  }
   mine.peer = req.peer_qp_num;
   return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get(),
           peer->second.doorbell ? peer->second.doorbell.get() : -1};
@@ -60,6 +77,7 @@ Router::Reply Router::grant(Session& s, const proto::Message& m) {
   const QpEntry& mine = qps_.at(req.qp_num);
   auto peer = qps_.find(mine.peer);
   if (!mine.peer || peer == qps_.end()) return error(s, m, ENOTCONN, "the QP is not connected");
+  if (mine.router_path) return error(s, m, EPERM, "a QP on the router path is granted no mappings");
   const Session& owner = sessions_.at(peer->second.owner);
   // A remote key names the region for WRITE, READ and atomics; the local key of a receive
   // buffer is what a SEND fills. Either must be a region of the peer QP's PD.
@@ -93,6 +111,7 @@ void Router::release_qp(uint32_t num) {
       ring(q);  // a peer asleep on its CQ wakes to find its QP broken
     }
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
+  routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
   keys_in_use_.erase(num);
   qps_.erase(it);
 }

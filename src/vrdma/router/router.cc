@@ -1,10 +1,16 @@
 #include "vrdma/router/router.hh"
 
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -14,7 +20,8 @@
 namespace rb::vrdma {
 namespace {
 
-constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62;
+constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61;
+constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
 
 Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", what, std::strerror(errno))}; }
 
@@ -30,6 +37,10 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   if (!r->epoll_) return sys_error("epoll_create1");
   epoll_event ev{EPOLLIN, {.u64 = kListenTag}};
   if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->listen_.get(), &ev) < 0) return sys_error("epoll_ctl");
+  r->kick_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!r->kick_) return sys_error("eventfd");
+  epoll_event kick{EPOLLIN, {.u64 = kKickTag}};
+  if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->kick_.get(), &kick) < 0) return sys_error("epoll_ctl");
   return r;
 }
 
@@ -48,14 +59,37 @@ Status Router::run(int stop_fd) {
                   opts_.tenants.from_config() ? fmt::format("{} tenants", opts_.tenants.configured().size())
                                               : "no config: every uid its own tenant"));
   epoll_event evs[32];
+  int idle = 0;
   while (true) {
-    // Control traffic only: the loop sleeps in epoll_wait, so an idle router uses no CPU.
-    int n = epoll_wait(epoll_.get(), evs, 32, -1);
+    // One thread does both: control messages, and the router path's requests. It spins (giving
+    // the core away each turn) while requests come, then parks in epoll_wait: clients kick it
+    // through an eventfd after posting, so an idle router uses no CPU.
+    bool moved = !routed_.empty() && pump();
+    int timeout = 0;
+    bool parked = false;
+    if (moved) {
+      idle = 0;
+    } else if (!routed_.empty() && ++idle < kSpinRounds) {
+      sched_yield();
+    } else {
+      set_parked(true);
+      parked = true;
+      timeout = work_waiting() ? 0 : park_ms();
+    }
+    int n = epoll_wait(epoll_.get(), evs, 32, timeout);
+    if (parked) set_parked(false);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("epoll_wait");
     for (int i = 0; i < n; ++i) {
       uint64_t tag = evs[i].data.u64;
       if (tag == kStopTag) return {};
+      if (tag == kKickTag) {
+        uint64_t v;
+        while (read(kick_.get(), &v, sizeof v) > 0) {
+        }
+        idle = 0;
+        continue;
+      }
       if (tag == kListenTag) {
         if (Status st = accept_clients(); !st) return st;
         continue;
@@ -118,7 +152,7 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
   switch (m.type()) {
     case Type::alloc_pd: return alloc_pd(s, m);
     case Type::dealloc_pd: return dealloc_pd(s, m);
-    case Type::reg_mr: return reg_mr(s, m);
+    case Type::reg_mr: return reg_mr(s, m, p.fd);
     case Type::dereg_mr: return dereg_mr(s, m);
     case Type::create_qp: return create_qp(s, m, p.fd, p.fd2);
     case Type::connect_qp: return connect_qp(s, m);
@@ -167,18 +201,33 @@ uint32_t Router::fresh_key() {
 }
 
 std::string Router::stats_text() const {
-  std::string out = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", "tenant", "clients",
-                                "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused");
+  std::string out = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
+                                "tenant", "clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused",
+                                "routed_ops", "routed_bytes", "throttled_ms", "queued");
+  // Requests waiting in the send rings of each tenant's router-path QPs.
+  std::map<std::string, uint64_t> queued;
+  for (uint32_t num : routed_)
+    if (auto it = qps_.find(num); it != qps_.end() && it->second.view)
+      queued[sessions_.at(it->second.owner).tenant.name] += it->second.view->sends.size();
   // The text travels in one packet: tenants past what fits are counted, not shown.
   constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
   size_t left_out = 0;
   for (const auto& [name, u] : usage_) {
-    std::string row = fmt::format("{:<20} {:>8} {:>6} {:>6} {:>6} {:>14} {:>10} {:>8} {:>8}\n", name, u.clients,
-                                  u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors, u.refused_clients);
+    std::string row = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
+                                  name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors,
+                                  u.refused_clients, u.ops_moved, u.bytes_moved, u.throttled_ns / 1000000,
+                                  queued.count(name) ? queued.at(name) : 0);
     if (out.size() + row.size() > kRoom) ++left_out;
     else out += row;
   }
   if (left_out) out += fmt::format("({} more tenants)\n", left_out);
+  // The router's own CPU since it started: the cost of being the NIC.
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  out += fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs\n", cpu, up,
+                     up > 0 ? 100.0 * cpu / up : 0.0, routed_.size());
   return out;
 }
 

@@ -3,9 +3,11 @@
 // mapped to tenants, and own protection domains and memory regions the router creates (a memfd
 // per region, passed to the owner only, never a name in /dev/shm). A client that goes away has
 // everything it owned released; its tenant's usage shrinks with it.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "core/unique_fd.hh"
 #include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/proto/control.hh"
+#include "vrdma/lib/qp_view.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/tenants.hh"
 
@@ -38,6 +41,11 @@ struct QpEntry {
   UniqueFd doorbell;                    // an eventfd of the owner's recv CQ (may be absent)
   Mapping mem;                          // mapped here to mark it broken or bump its grant epoch
   uint64_t len = 0;
+  uint32_t flags = 0;         // proto::QpFlags as the owner set them at creation
+  bool router_path = false;   // the router moves this pair's bytes
+  std::optional<QpView> view;  // router path: its four rings, as the router uses them
+  int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
+  int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
 
@@ -53,6 +61,10 @@ struct Session {
 struct TenantUsage {
   uint64_t clients = 0, pds = 0, mrs = 0, qps = 0, reg_bytes = 0;
   uint64_t requests = 0, errors = 0, refused_clients = 0;
+  // Router path.
+  uint64_t ops_moved = 0, bytes_moved = 0, throttled_ns = 0;
+  double tok_ops = 0, tok_bytes = 0;  // token buckets (rate_ops, rate_bytes), refilled as time passes
+  int64_t refill_ns = 0;
 };
 
 class Router {
@@ -78,7 +90,7 @@ class Router {
   Reply hello(Session& s, const proto::Message& m);
   Reply alloc_pd(Session& s, const proto::Message& m);
   Reply dealloc_pd(Session& s, const proto::Message& m);
-  Reply reg_mr(Session& s, const proto::Message& m);
+  Reply reg_mr(Session& s, const proto::Message& m, UniqueFd& theirs);
   Reply dereg_mr(Session& s, const proto::Message& m);
   Reply create_qp(Session& s, const proto::Message& m, UniqueFd& mem, UniqueFd& doorbell);
   Reply connect_qp(Session& s, const proto::Message& m);
@@ -88,6 +100,14 @@ class Router {
   void revoke_grants_of(const Session& s);
   void release_qp(uint32_t num);
   void ring(const QpEntry& q);
+  // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
+  bool pump();
+  bool pump_qp(QpEntry& q);
+  // How long the loop may sleep: -1 with nothing deferred, else until the next tokens.
+  int park_ms() const;
+  void set_parked(bool parked);
+  bool work_waiting() const;
+  void wake(QpEntry& q);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
   uint32_t fresh_key();  // random (getrandom), never 0, never one in use: keys are not guessable
   void log(const std::string& line) const;
@@ -98,6 +118,10 @@ class Router {
   std::map<std::string, TenantUsage> usage_;
   std::set<uint32_t> keys_in_use_;
   std::map<uint32_t, QpEntry> qps_;  // every QP, by number
+  std::vector<uint32_t> routed_;     // the QPs on the router path
+  UniqueFd kick_;                    // an eventfd clients write after posting while we are parked
+  bool deferred_ = false;            // a request waits for tokens (or a receive)
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint64_t router_id_ = 0;
   uint32_t next_id_ = 1;
 };

@@ -40,6 +40,9 @@ struct vrdma_context *vrdma_open(const char *socket_path);
 int vrdma_close(struct vrdma_context *ctx);
 /* The tenant the router put this process in. */
 const char *vrdma_tenant(const struct vrdma_context *ctx);
+/* 1 when the tenant's QPs always take the router path (its config says path = "router", or it
+ * has rate limits), 0 when same-host peers take the direct path unless a QP asks otherwise. */
+int vrdma_tenant_routed(const struct vrdma_context *ctx);
 /* Why the last failed call on this thread failed (also after vrdma_open returned NULL). */
 const char *vrdma_last_error(void);
 /* The socket path vrdma_open(NULL) uses. */
@@ -50,6 +53,10 @@ int vrdma_dealloc_pd(struct vrdma_pd *pd);
 
 /* A region of `length` bytes of shared memory from the router, with `access` (vrdma_access bits). */
 struct vrdma_mr *vrdma_alloc_mr(struct vrdma_pd *pd, size_t length, unsigned access);
+/* Registers the caller's own buffer, which must start on a page: its pages (whole pages, so
+ * also whatever else shares the last one) become shared memory, contents kept, mapped over the
+ * buffer at the same address; deregistration gives it private memory again, contents kept. */
+struct vrdma_mr *vrdma_reg_mr(struct vrdma_pd *pd, void *addr, size_t length, unsigned access);
 int vrdma_dereg_mr(struct vrdma_mr *mr);
 
 /* The router's per-tenant counters as text (a table); free() it. NULL on failure. */
@@ -164,6 +171,14 @@ enum vrdma_qp_flags {
   /* vrdma's extension: a WRITE with immediate data to this QP consumes no receive (its
    * completion has wr_id 0), as libfabric's fi_writedata; without it, one is consumed as in verbs. */
   VRDMA_QP_IMM_WITHOUT_RECV = 1,
+  /* The router moves this QP's bytes (FreeFlow's path) even where the tenant may use the direct
+   * path; a tenant set to path = "router", or with rate limits, always gets it. Both sides of a
+   * connection take the same path. */
+  VRDMA_QP_ROUTER_PATH = 2,
+  /* vrdma's extension: a failed request completes with its own status and the QP stays ready,
+   * so requests after it run (as a libfabric RDM endpoint); without it the QP moves to the error
+   * state and flushes, as in verbs. */
+  VRDMA_QP_NO_ERROR_STATE = 4,
 };
 
 struct vrdma_qp_init_attr {

@@ -1,0 +1,317 @@
+// The router path: the router is the NIC. It takes each request from the initiator's send ring,
+// checks it against its own region table (owner, PD, bounds, access), moves the bytes between
+// the mappings it holds of both regions, and answers in the initiator's CQE ring; SENDs fill the
+// target's posted receives. Tenant rate limits are token buckets: a request without tokens
+// stays at the head of its ring (deferred), never slept on inside the loop.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include <vrdma/vrdma.h>
+
+#include "vrdma/lib/copy.hh"
+#include "vrdma/router/router.hh"
+
+namespace rb::vrdma {
+namespace {
+
+constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
+constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
+constexpr double kBurstS = 0.05;           // a bucket holds this many seconds of its rate
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The bytes of `owner`'s region named by `key` (an lkey, or an rkey when by_rkey) for
+// [addr, addr+len), or null unless the region is of `pd`, allows `need` and holds the range.
+uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, uint64_t addr, uint64_t len,
+                uint32_t need) {
+  const MemoryRegionEntry* mr = nullptr;
+  if (!by_rkey) {
+    auto it = owner.mrs.find(key);
+    if (it != owner.mrs.end()) mr = &it->second;
+  } else {
+    for (const auto& [lkey, m] : owner.mrs)
+      if (m.rkey == key) mr = &m;
+  }
+  if (!mr || mr->pd != pd || (need & ~mr->access)) return nullptr;
+  if (addr < mr->va || len > mr->len || addr - mr->va > mr->len - len) return nullptr;
+  return mr->mem.data() + (addr - mr->va);
+}
+
+struct Outcome {
+  int status = VRDMA_WC_SUCCESS;
+  uint32_t byte_len = 0;
+  bool wait = false;  // no receive yet (RNR) or no room for the answer: try again later
+};
+
+bool is_send(uint8_t op) { return op == VRDMA_WR_SEND || op == VRDMA_WR_SEND_WITH_IMM; }
+
+// Refills `u` for the time passed; true when a request may go now.
+bool tokens_ready(TenantUsage& u, const Tenant& t, int64_t now) {
+  if (!t.rate_limited()) return true;
+  double dt = u.refill_ns ? double(now - u.refill_ns) * 1e-9 : kBurstS;
+  u.refill_ns = now;
+  if (t.rate_ops) u.tok_ops = std::min(u.tok_ops + dt * double(t.rate_ops), std::max(1.0, t.rate_ops * kBurstS));
+  if (t.rate_bytes) u.tok_bytes = std::min(u.tok_bytes + dt * double(t.rate_bytes), t.rate_bytes * kBurstS);
+  return (!t.rate_ops || u.tok_ops > 0) && (!t.rate_bytes || u.tok_bytes > 0);
+}
+
+class Mover {
+ public:
+  Mover(const Session& me, const QpEntry& q, const Session& them, QpEntry& peer)
+      : me_(me), q_(q), them_(them), peer_(peer) {}
+
+  // The request's local side: its SGEs (or inline bytes) as pieces of our mappings.
+  bool gather(proto::SendEntry& e, uint32_t need) {
+    if (e.inline_len) {
+      if (e.inline_len > proto::kRouterInline) return false;
+      pieces_[0] = {e.inline_data, e.inline_len};
+      n_ = 1;
+      total_ = e.inline_len;
+      return true;
+    }
+    if (e.nsge > proto::kMaxSge) return false;
+    n_ = int(e.nsge);
+    total_ = 0;
+    for (int i = 0; i < n_; ++i) {
+      uint8_t* p = locate(me_, q_.pd, e.sge[i].lkey, false, e.sge[i].addr, e.sge[i].len, need);
+      if (!p) return false;
+      pieces_[i] = {p, e.sge[i].len};
+      total_ += e.sge[i].len;
+    }
+    return true;
+  }
+
+  Outcome run(proto::SendEntry& e) {
+    bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || e.opcode >= VRDMA_WR_ATOMIC_CMP_AND_SWP;
+    if (!gather(e, reads_in ? uint32_t(proto::local_write) : 0u)) return {VRDMA_WC_LOC_PROT_ERR};
+    switch (e.opcode) {
+      case VRDMA_WR_RDMA_WRITE:
+      case VRDMA_WR_RDMA_WRITE_WITH_IMM: return write(e);
+      case VRDMA_WR_RDMA_READ: return read(e);
+      case VRDMA_WR_SEND:
+      case VRDMA_WR_SEND_WITH_IMM: return deliver(e, true);
+      default: return atomic(e);
+    }
+  }
+
+ private:
+  Outcome write(proto::SendEntry& e) {
+    uint8_t* dst = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_write);
+    if (!dst) return {VRDMA_WC_REM_ACCESS_ERR};
+    bool imm = e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
+    // The notice of a write with immediate data must find room before any byte moves.
+    if (imm && peer_.view->arrivals.size() >= peer_.view->arrivals.capacity()) return {0, 0, true};
+    if (imm && !(peer_.flags & proto::imm_without_recv) && !next_receive()) return rnr();
+    Piece to{dst, total_};
+    copy_pieces(pieces_, n_, &to, 1);
+    if (!imm) return {VRDMA_WC_SUCCESS, uint32_t(total_)};
+    return deliver(e, false);
+  }
+
+  Outcome read(proto::SendEntry& e) {
+    uint8_t* src = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_read);
+    if (!src) return {VRDMA_WC_REM_ACCESS_ERR};
+    Piece from{src, total_};
+    copy_pieces(&from, 1, pieces_, n_);
+    return {VRDMA_WC_SUCCESS, uint32_t(total_)};
+  }
+
+  Outcome atomic(proto::SendEntry& e) {
+    if (n_ != 1 || total_ != 8 || e.remote_addr % 8) return {VRDMA_WC_REM_ACCESS_ERR};
+    uint8_t* t = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, 8, proto::remote_atomic);
+    if (!t) return {VRDMA_WC_REM_ACCESS_ERR};
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(t));
+    uint64_t old;
+    if (e.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
+      old = target.fetch_add(e.compare_add, std::memory_order_acq_rel);
+    } else {
+      old = e.compare_add;
+      target.compare_exchange_strong(old, e.swap, std::memory_order_acq_rel);
+    }
+    std::memcpy(pieces_[0].p, &old, 8);
+    return {VRDMA_WC_SUCCESS, 8};
+  }
+
+  // The peer's next receive, skipping those it withdrew; left in place.
+  bool next_receive() {
+    uint64_t below = peer_.header()->withdrawn_below.load(std::memory_order_acquire);
+    while (peer_.view->recvs.peek(recv_)) {
+      if (recv_.seq >= below) return true;
+      peer_.view->recvs.pop(recv_);
+    }
+    return false;
+  }
+
+  Outcome rnr() {
+    int64_t now = now_ns();
+    if (!peer_.rnr_since_ns) peer_.rnr_since_ns = now;
+    if (now - peer_.rnr_since_ns > kRnrNs) {
+      peer_.rnr_since_ns = 0;
+      return {VRDMA_WC_RNR_RETRY_EXC_ERR};
+    }
+    return {0, 0, true};
+  }
+
+  // SEND: fills the peer's next receive; write-imm: only announces. Either pushes an arrival.
+  Outcome deliver(proto::SendEntry& e, bool with_data) {
+    proto::Arrival a;
+    a.imm = e.imm;
+    a.kind = uint8_t(!with_data                    ? proto::ArrivalKind::write_imm
+                     : e.opcode == VRDMA_WR_SEND   ? proto::ArrivalKind::send
+                                                   : proto::ArrivalKind::send_imm);
+    a.byte_len = uint32_t(total_);
+    Outcome o{VRDMA_WC_SUCCESS, uint32_t(total_)};
+    bool unbound = !with_data && (peer_.flags & proto::imm_without_recv);
+    if (peer_.view->arrivals.size() >= peer_.view->arrivals.capacity()) return {0, 0, true};
+    if (unbound) {
+      a.no_recv = 1;
+    } else {
+      if (!next_receive()) return rnr();
+      peer_.rnr_since_ns = 0;
+      a.recv_seq = recv_.seq;
+      if (with_data) fill(a, o);
+      peer_.view->recvs.pop(recv_);
+    }
+    peer_.view->arrivals.push(a);
+    return o;
+  }
+
+  void fill(proto::Arrival& a, Outcome& o) {
+    Piece to[proto::kMaxSge];
+    uint32_t n = std::min(recv_.nsge, proto::kMaxSge);
+    uint64_t room = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint8_t* p = locate(them_, peer_.pd, recv_.sge[i].lkey, false, recv_.sge[i].addr, recv_.sge[i].len, proto::local_write);
+      if (!p) {
+        a.status = uint8_t(proto::ArrivalStatus::bad_buffer);
+        o.status = VRDMA_WC_REM_ACCESS_ERR;
+        return;
+      }
+      to[i] = {p, recv_.sge[i].len};
+      room += recv_.sge[i].len;
+    }
+    if (room < total_) {
+      a.status = uint8_t(proto::ArrivalStatus::too_long);
+      o.status = VRDMA_WC_REM_INV_REQ_ERR;
+      return;
+    }
+    copy_pieces(pieces_, n_, to, int(n));
+  }
+
+  const Session& me_;
+  const QpEntry& q_;
+  const Session& them_;
+  QpEntry& peer_;
+  Piece pieces_[proto::kMaxSge] = {};
+  int n_ = 0;
+  uint64_t total_ = 0;
+  proto::RecvEntry recv_;
+};
+
+}  // namespace
+
+bool Router::pump() {
+  bool moved = false;
+  deferred_ = false;
+  for (uint32_t num : routed_) {
+    auto it = qps_.find(num);
+    if (it != qps_.end()) moved = pump_qp(it->second) || moved;
+  }
+  return moved;
+}
+
+bool Router::pump_qp(QpEntry& q) {
+  auto peer_it = qps_.find(q.peer);
+  if (!q.view || peer_it == qps_.end() || !peer_it->second.view) return false;
+  QpEntry& peer = peer_it->second;
+  const Session& me = sessions_.at(q.owner);
+  const Session& them = sessions_.at(peer.owner);
+  TenantUsage& u = usage_[me.tenant.name];
+  proto::QpHeader* h = q.header();
+  proto::SendEntry e;
+  int done = 0;
+  for (; done < kBatch && q.view->sends.peek(e); ++done) {
+    if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
+      deferred_ = true;
+      break;
+    }
+    int64_t now = now_ns();
+    Outcome o;
+    bool flushing = h->router_error.load(std::memory_order_acquire) != 0;
+    if (flushing) {
+      o.status = VRDMA_WC_WR_FLUSH_ERR;
+    } else {
+      if (!tokens_ready(u, me.tenant, now)) {
+        if (!q.throttled_since_ns) q.throttled_since_ns = now;
+        deferred_ = true;
+        break;
+      }
+      o = Mover(me, q, them, peer).run(e);
+      if (o.wait) {
+        deferred_ = true;
+        break;
+      }
+      if (q.throttled_since_ns) {
+        u.throttled_ns += uint64_t(now - q.throttled_since_ns);
+        q.throttled_since_ns = 0;
+      }
+      u.tok_ops -= 1;
+      u.tok_bytes -= double(o.byte_len);
+      ++u.ops_moved;
+      u.bytes_moved += o.byte_len;
+    }
+    q.view->sends.pop(e);
+    if (o.status != VRDMA_WC_SUCCESS) {
+      if (!(q.flags & proto::no_error_state)) h->router_error.store(1, std::memory_order_release);
+      ++u.errors;
+    }
+    if (o.status != VRDMA_WC_SUCCESS || (e.flags & VRDMA_SEND_SIGNALED)) {
+      proto::Cqe c;
+      c.wr_id = e.wr_id;
+      c.byte_len = o.byte_len;
+      c.status = uint8_t(o.status);
+      c.opcode = e.opcode;
+      q.view->cqes.push(c);
+    }
+    if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake(peer);
+  }
+  if (done) wake(q);
+  return done > 0;
+}
+
+// Rings an owner that sleeps on its CQ (it armed the QP), as a peer's library does on the
+// direct path.
+void Router::wake(QpEntry& q) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!q.header()->armed.load(std::memory_order_relaxed)) return;
+  q.header()->armed.store(0, std::memory_order_relaxed);
+  ring(q);
+}
+
+bool Router::work_waiting() const {
+  for (uint32_t num : routed_) {
+    auto it = qps_.find(num);
+    if (it != qps_.end() && it->second.view && !it->second.view->sends.empty()) return true;
+  }
+  return false;
+}
+
+void Router::set_parked(bool parked) {
+  for (uint32_t num : routed_) {
+    auto it = qps_.find(num);
+    if (it != qps_.end()) it->second.header()->router_parked.store(parked ? 1 : 0, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// Deferred work (tokens, a receive, room for answers) is looked at again after a millisecond;
+// otherwise the loop sleeps until a client kicks it or a control message comes.
+int Router::park_ms() const { return deferred_ ? 1 : -1; }
+
+}  // namespace rb::vrdma
