@@ -12,21 +12,36 @@
 #include <fmt/format.h>
 
 #include "vrdma/lib/context.hh"
+#include "vrdma/proto/link.hh"
 #include "vrdma/router/router.hh"
 
 namespace {
 
 constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the software NIC)
-  vrdmad [--socket PATH] [--config FILE] [--quiet]
+  vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]...] [--quiet]
 
   --socket PATH   the Unix socket clients connect to (default: $VRDMA_SOCKET, else
                   $XDG_RUNTIME_DIR/vrdma.sock, else /run/vrdma/vrdma.sock)
   --config FILE   tenants (TOML, [[tenant]] entries: name, uids, rate_bytes, rate_ops, max_qps,
                   max_reg_bytes, path); without it every uid is a tenant of its own, unlimited
+  --listen HOST:PORT  where the routers of other hosts reach this one (a numeric address);
+                  QPs whose peers are on other hosts take the router path over it
+  --fabric ofi:PROVIDER  the libfabric provider routers talk over (default ofi:tcp, i.e.
+                  tcp;ofi_rxm; ofi:verbs or ofi:efa where such a NIC is)
+  --peer HOST:PORT  another host's router to link with at start (repeatable); routers named in
+                  QP addresses are linked when a QP connects, peers or not
   --quiet         no log lines
   --version       print the version
 Stops on SIGINT or SIGTERM, removing its socket.
 )";
+
+// "ofi:tcp" -> "tcp;ofi_rxm": RDM over a connection-oriented provider goes through rxm.
+std::string fabric_provider(const std::string& v) {
+  if (v.rfind("ofi:", 0) != 0 || v.size() == 4) return "";
+  std::string p = v.substr(4);
+  if (p == "tcp" || p == "verbs") return p + ";ofi_rxm";
+  return p;
+}
 
 int usage_error(const std::string& message) {
   fmt::print(stderr, "vrdmad: error: {}\n", message);
@@ -39,6 +54,7 @@ int main(int argc, char** argv) {
   rb::vrdma::RouterOptions opts;
   opts.socket_path = rb::vrdma::default_socket_path();
   std::string config;
+  bool fabric_given = false;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -51,14 +67,31 @@ int main(int argc, char** argv) {
       return 0;
     } else if (a == "--quiet" || a == "-q") {
       opts.quiet = true;
-    } else if (a == "--socket" || a == "--config") {
+    } else if (a == "--socket" || a == "--config" || a == "--listen" || a == "--fabric" ||
+               a == "--peer") {
       const std::string* v = value();
       if (!v) return usage_error(fmt::format("{} needs a value; vrdmad --help", a));
-      (a == "--socket" ? opts.socket_path : config) = *v;
+      if (a == "--listen" || a == "--peer") {
+        std::string why;
+        auto at = rb::vrdma::proto::parse_router_address(*v, &why);
+        if (!at) return usage_error(a + " " + why);
+        if (a == "--listen") opts.listen = *at;
+        else opts.peers.push_back(*at);
+      } else if (a == "--fabric") {
+        auto prov = fabric_provider(*v);
+        if (prov.empty())
+          return usage_error(fmt::format("--fabric {}: give ofi:PROVIDER, e.g. ofi:tcp (tcp;ofi_rxm), ofi:verbs, ofi:efa", *v));
+        opts.fabric = prov;
+        fabric_given = true;
+      } else {
+        (a == "--socket" ? opts.socket_path : config) = *v;
+      }
     } else {
       return usage_error(fmt::format("unknown argument {}; vrdmad --help lists the flags", a));
     }
   }
+  if (!opts.peers.empty() && !opts.listen.port) return usage_error("--peer needs --listen HOST:PORT: peers reach this router there");
+  if (fabric_given && !opts.listen.port) return usage_error("--fabric needs --listen HOST:PORT: it is how other hosts' routers reach this one");
   if (!config.empty()) {
     auto t = rb::vrdma::Tenants::load(config);
     if (!t) return usage_error(t.status().message());

@@ -46,7 +46,7 @@ class Router:
     def stats(self):
         r = run([CTL, "--socket", self.sock, "stats"], timeout=10)
         assert r.returncode == 0, r.stderr
-        rows = [line.split() for line in r.stdout.splitlines()[1:] if not line.startswith("router:")]
+        rows = [line.split() for line in r.stdout.splitlines()[1:] if not line.startswith(("router:", "link:"))]
         return {row[0]: dict(zip(["clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused",
                                   "routed_ops", "routed_bytes", "throttled_ms", "queued"],
                                  map(int, row[1:]))) for row in rows}
@@ -206,6 +206,14 @@ def test_bad_input_is_one_line_and_exit_2(world):
     assert r.stderr.count("\n") == 1 and "tenant[0].max_qps" in r.stderr, r.stderr
     r = run([VRDMAD, "--turbo"], timeout=10)
     assert r.returncode == 2 and "--turbo" in r.stderr
+    for argv, named in ((["--listen", "localhost:7480"], "--listen localhost:7480"),
+                        (["--listen", "127.0.0.1:0"], "--listen 127.0.0.1:0"),
+                        (["--listen", "127.0.0.1:7480", "--fabric", "tcp"], "--fabric tcp"),
+                        (["--fabric", "ofi:tcp"], "--fabric needs --listen"),
+                        (["--peer", "127.0.0.1:7481"], "--peer needs --listen"),
+                        (["--listen", "127.0.0.1:7480", "--peer", "somewhere"], "--peer somewhere")):
+        r = run([VRDMAD, "--socket", str(world / "s"), *argv], timeout=10)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and named in r.stderr, (argv, r.stderr)
     assert not (world / "s").exists()
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Seeds for `make fuzz`: well-formed control packets and a well-formed QP memory (two receives
-and one arrival queued), so the fuzzer starts from inputs that get past every check and mutates
-them from there. Layouts as in src/vrdma/proto/{control,qp_layout}.hh and src/core/spsc_ring.hh.
+"""Seeds for `make fuzz`: well-formed control packets, router-to-router link messages and a
+well-formed QP memory (two receives and one arrival queued), so the fuzzer starts from inputs that
+get past every check and mutates them from there. Layouts as in
+src/vrdma/proto/{control,link,qp_layout}.hh and src/core/spsc_ring.hh.
 
     tests/fuzz/make_seeds.py DIR
 """
@@ -9,11 +10,24 @@ import struct
 import sys
 from pathlib import Path
 
-MAGIC, VERSION = 0x31445256, 1
+MAGIC, VERSION = 0x31445256, 2
+LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 1
+ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
 
 
 def packet(mtype, seq, body=b""):
     return struct.pack("<IHHII", MAGIC, VERSION, mtype, seq, len(body)) + body
+
+
+def link(mtype, req, body=b"", tail=b""):
+    head = struct.pack("<IHHQ", LINK_MAGIC, LINK_VERSION, mtype, 0x1122334455667788) + ROUTER_AT + bytes(4)
+    return head + struct.pack("<QII", req, len(body) + len(tail), 0) + body + tail
+
+
+def link_op(opcode, payload):
+    pieces = bytes(24 * 4)
+    body = struct.pack("<IIBBHIQIIQQ", 1, 2, opcode, 0, 0, 9, 0x7f0000001000, 0x55, len(payload), 0, 0) + pieces
+    return link(5, 0x100000001, body, payload)
 
 
 def ring(capacity, slot_size, slots):
@@ -47,7 +61,10 @@ def main():
         "alloc_pd": packet(4, 1),
         "reg_mr": packet(6, 2, struct.pack("<IIQQ", 0xabc, 7, 4096, 0x7f0000000000)),
         "stats_text": packet(12, 3, struct.pack("<I", 5) + b"hello"),
-        "connect_qp": packet(15, 4, struct.pack("<IIQ", 1, 2, 3)),
+        "connect_qp": packet(15, 4, struct.pack("<IIQ", 1, 2, 3) + ROUTER_AT + bytes(4)),
+        "link_connect": link(1, 7, struct.pack("<II", 1, 2) + b"tenant".ljust(64, b"\0")),
+        "link_key": link(4, 8, struct.pack("<iIQQQQ", 0, 6, 0x7f0000001000, 4096, 0x55, 0)),
+        "link_op_send": link_op(0, b"x" * 64),
         "qp_memory": qp_memory(),
     }
     for name, data in seeds.items():

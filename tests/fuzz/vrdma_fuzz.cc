@@ -1,5 +1,6 @@
 // libFuzzer target: what a hostile peer controls in vrdma. Each input is tried as a control
-// packet (proto::parse, then the body of whatever type it claims) and as a QP's shared memory
+// packet (proto::parse, then the body of whatever type it claims), as a message from another
+// host's router (proto::parse_link, then its body and payload) and as a QP's shared memory
 // laid out by a peer (view_qp, then the rings popped as the library pops them). `make fuzz` runs
 // it under AddressSanitizer and UndefinedBehaviorSanitizer.
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "vrdma/lib/qp_view.hh"
 #include "vrdma/proto/control.hh"
+#include "vrdma/proto/link.hh"
 
 using namespace rb::vrdma;
 
@@ -27,6 +29,22 @@ uint64_t touch_message(const proto::Message& m) {
     case Type::granted: return m.as<proto::Granted>().len;
     case Type::stats_text: return m.tail.size();
     default: return m.body.size();
+  }
+}
+
+uint64_t touch_link(const proto::LinkMessage& m) {
+  using proto::LinkType;
+  switch (m.type()) {
+    case LinkType::connect: return proto::get_text(m.as<proto::LinkConnect>().tenant, proto::kNameBytes).size();
+    case LinkType::key_reply: return m.as<proto::LinkKey>().len;
+    case LinkType::op: {
+      auto op = m.as<proto::LinkOp>();
+      uint64_t sum = op.len;
+      for (uint8_t i = 0; i < op.npieces; ++i) sum += op.pieces[i].len;
+      for (uint8_t b : m.tail) sum += b;
+      return sum;
+    }
+    default: return m.body.size() + proto::to_string(m.h.from).size();
   }
 }
 
@@ -52,6 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   volatile uint64_t sink = 0;
   proto::Parsed p = proto::parse({data, size});
   if (p.msg) sink = touch_message(*p.msg);
+  std::string why;
+  if (auto l = proto::parse_link({data, size}, &why)) sink = sink + touch_link(*l);
   sink = sink + touch_qp(data, size);
   (void)sink;
   return 0;

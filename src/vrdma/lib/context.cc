@@ -82,6 +82,7 @@ Call<std::unique_ptr<Context>> Context::open(const std::string& socket_path) {
   auto w = a.value->msg.as<proto::Welcome>();
   c->tenant_ = proto::get_text(w.tenant, proto::kNameBytes);
   c->router_id_ = w.router_id;
+  c->router_at_ = w.listen;
   c->direct_ = w.direct != 0;
   c->stop_watch_.reset(eventfd(0, EFD_CLOEXEC));
   if (!c->stop_watch_) return fail<std::unique_ptr<Context>>(errno, "eventfd for the router watcher");
@@ -237,8 +238,9 @@ Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len, int 
   return done(a.value->msg.as<proto::QpCreated>().qp_num);
 }
 
-Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router) {
-  auto a = ask(proto::Type::connect_qp, proto::ConnectQp{qp_num, peer_qp, peer_router}, proto::Type::qp_connected);
+Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router,
+                                    const proto::RouterAddress& peer_at) {
+  auto a = ask(proto::Type::connect_qp, proto::ConnectQp{qp_num, peer_qp, peer_router, peer_at}, proto::Type::qp_connected);
   if (!a.ok()) return fail<Connected>(a.error.err, a.error.message);
   if (!a.value->fd) return fail<Connected>(EIO, "vrdma router connected a QP without the peer's queue memory");
   auto q = a.value->msg.as<proto::QpConnected>();

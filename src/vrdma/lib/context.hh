@@ -100,11 +100,12 @@ class Context {
   Call<std::unique_ptr<Region>> reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access);
   Call<std::string> stats();
   Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell);
-  Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router);
+  Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router, const proto::RouterAddress& peer_at);
   Call<Grant> grant(uint32_t qp_num, uint32_t key);
   Call<bool> destroy_qp(uint32_t qp_num);
 
   uint64_t router_id() const { return router_id_; }
+  const proto::RouterAddress& router_at() const { return router_at_; }
   bool direct_allowed() const { return direct_; }
   // This client's region of `lkey`, or null.
   const Region* region(uint32_t lkey) const;
@@ -129,6 +130,7 @@ class Context {
   void watch_router();
   static void unshare(void* addr, const SharedMemory& shadow);
   uint64_t router_id_ = 0;
+  proto::RouterAddress router_at_;  // where our router listens for other hosts' routers
   bool direct_ = false;
   std::atomic<bool> router_gone_{false};
   std::mutex wake_mu_;

@@ -88,11 +88,17 @@ Qp::~Qp() {
   if (attr_.send_cq) attr_.send_cq->detach(this);
 }
 
+// [router id 8][QP number 4][magic 4][where the router listens]: a peer on another host's router
+// finds ours by it.
+static_assert(16 + sizeof(proto::RouterAddress) <= VRDMA_ADDRESS_BYTES);
+
 void Qp::address(uint8_t out[VRDMA_ADDRESS_BYTES]) const {
+  std::memset(out, 0, VRDMA_ADDRESS_BYTES);
   uint64_t router = ctx_.router_id();
   std::memcpy(out, &router, 8);
   std::memcpy(out + 8, &num_, 4);
   std::memcpy(out + 12, &kAddressMagic, 4);
+  std::memcpy(out + 16, &ctx_.router_at(), sizeof(proto::RouterAddress));
 }
 
 Call<bool> Qp::connect(const uint8_t* address, size_t len) {
@@ -106,6 +112,8 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
   std::memcpy(&router, address, 8);
   std::memcpy(&peer, address + 8, 4);
   std::memcpy(&magic, address + 12, 4);
+  proto::RouterAddress peer_at;
+  std::memcpy(&peer_at, address + 16, sizeof peer_at);
   if (magic != kAddressMagic) {
     c.error = {EINVAL, "not a vrdma QP address"};
     return c;
@@ -114,7 +122,7 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
     c.error = {EISCONN, fmt::format("QP {:#x} is connected already", num_)};
     return c;
   }
-  auto got = ctx_.connect_qp(num_, peer, router);
+  auto got = ctx_.connect_qp(num_, peer, router, peer_at);
   if (!got.ok()) return {std::nullopt, got.error};
   if (got.value->router_path) {  // the router moves our bytes: we only post and take answers
     router_path_ = connected_ = true;

@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -51,6 +51,15 @@ struct Header {
   uint32_t body = 0;    // bytes after the header
 };
 
+// Where a router listens for the routers of other hosts: an IPv6 address (IPv4 mapped) and a
+// port; port 0: it does not.
+struct RouterAddress {
+  uint8_t ip[16] = {};
+  uint16_t port = 0;
+  uint16_t pad = 0;
+  bool operator==(const RouterAddress&) const = default;
+};
+
 struct Empty {};
 struct Hello {
   uint32_t pid = 0;  // informative only (logs); identity is SO_PEERCRED
@@ -64,7 +73,10 @@ struct Welcome {
   uint64_t router_id = 0;      // random per router run: QP addresses name it
   uint8_t direct = 0;          // the tenant's same-host peers may use the direct path
   uint8_t pad[7] = {};
+  RouterAddress listen;        // where the router listens for other hosts' routers (QP addresses carry it)
+  uint32_t pad2 = 0;
 };
+static_assert(sizeof(RouterAddress) == 20 && sizeof(Welcome) == 120);
 // Errors mirror errno values the verbs API uses (EINVAL, ENOMEM, EPERM, ...), so a verbs layer
 // can return them unchanged.
 struct Error {
@@ -106,7 +118,10 @@ struct ConnectQp {
   uint32_t qp_num = 0;       // the caller's
   uint32_t peer_qp_num = 0;  // from the peer's address
   uint64_t peer_router = 0;  // the router the peer's address names
+  RouterAddress peer_at;     // and where it listens
+  uint32_t pad = 0;
 };
+static_assert(sizeof(ConnectQp) == 40);
 struct QpConnected {
   uint64_t peer_mem_len = 0;  // direct path: map this much of the descriptor (the peer QP's memory)
   uint32_t router_path = 0;   // 1: the router moves the bytes; the descriptor is its kick eventfd

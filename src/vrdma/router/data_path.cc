@@ -12,24 +12,12 @@
 #include <vrdma/vrdma.h>
 
 #include "vrdma/lib/copy.hh"
-#include "vrdma/router/router.hh"
+#include "vrdma/router/data_path.hh"
 
 namespace rb::vrdma {
-namespace {
 
-constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
-constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
-constexpr double kBurstS = 0.05;           // a bucket holds this many seconds of its rate
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// The bytes of `owner`'s region named by `key` (an lkey, or an rkey when by_rkey) for
-// [addr, addr+len), or null unless the region is of `pd`, allows `need` and holds the range.
-uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, uint64_t addr, uint64_t len,
-                uint32_t need) {
+const MemoryRegionEntry* find_region(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, uint64_t addr,
+                                     uint64_t len, uint32_t need) {
   const MemoryRegionEntry* mr = nullptr;
   if (!by_rkey) {
     auto it = owner.mrs.find(key);
@@ -40,8 +28,12 @@ uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, u
   }
   if (!mr || mr->pd != pd || (need & ~mr->access)) return nullptr;
   if (addr < mr->va || len > mr->len || addr - mr->va > mr->len - len) return nullptr;
-  return mr->mem.data() + (addr - mr->va);
+  return mr;
 }
+
+namespace {
+
+constexpr double kBurstS = 0.05;  // a bucket holds this many seconds of its rate
 
 struct Outcome {
   int status = VRDMA_WC_SUCCESS;
@@ -50,16 +42,6 @@ struct Outcome {
 };
 
 bool is_send(uint8_t op) { return op == VRDMA_WR_SEND || op == VRDMA_WR_SEND_WITH_IMM; }
-
-// Refills `u` for the time passed; true when a request may go now.
-bool tokens_ready(TenantUsage& u, const Tenant& t, int64_t now) {
-  if (!t.rate_limited()) return true;
-  double dt = u.refill_ns ? double(now - u.refill_ns) * 1e-9 : kBurstS;
-  u.refill_ns = now;
-  if (t.rate_ops) u.tok_ops = std::min(u.tok_ops + dt * double(t.rate_ops), std::max(1.0, t.rate_ops * kBurstS));
-  if (t.rate_bytes) u.tok_bytes = std::min(u.tok_bytes + dt * double(t.rate_bytes), t.rate_bytes * kBurstS);
-  return (!t.rate_ops || u.tok_ops > 0) && (!t.rate_bytes || u.tok_bytes > 0);
-}
 
 class Mover {
  public:
@@ -138,15 +120,7 @@ class Mover {
     return {VRDMA_WC_SUCCESS, 8};
   }
 
-  // The peer's next receive, skipping those it withdrew; left in place.
-  bool next_receive() {
-    uint64_t below = peer_.header()->withdrawn_below.load(std::memory_order_acquire);
-    while (peer_.view->recvs.peek(recv_)) {
-      if (recv_.seq >= below) return true;
-      peer_.view->recvs.pop(recv_);
-    }
-    return false;
-  }
+  bool next_receive() { return vrdma::next_receive(peer_, recv_); }
 
   Outcome rnr() {
     int64_t now = now_ns();
@@ -216,6 +190,50 @@ class Mover {
 
 }  // namespace
 
+bool tokens_ready(TenantUsage& u, const Tenant& t, int64_t now) {
+  if (!t.rate_limited()) return true;
+  double dt = u.refill_ns ? double(now - u.refill_ns) * 1e-9 : kBurstS;
+  u.refill_ns = now;
+  if (t.rate_ops) u.tok_ops = std::min(u.tok_ops + dt * double(t.rate_ops), std::max(1.0, t.rate_ops * kBurstS));
+  if (t.rate_bytes) u.tok_bytes = std::min(u.tok_bytes + dt * double(t.rate_bytes), t.rate_bytes * kBurstS);
+  return (!t.rate_ops || u.tok_ops > 0) && (!t.rate_bytes || u.tok_bytes > 0);
+}
+
+void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes) {
+  if (q.throttled_since_ns) {
+    u.throttled_ns += uint64_t(now - q.throttled_since_ns);
+    q.throttled_since_ns = 0;
+  }
+  u.tok_ops -= 1;
+  u.tok_bytes -= double(bytes);
+  ++u.ops_moved;
+  u.bytes_moved += bytes;
+}
+
+bool next_receive(QpEntry& q, proto::RecvEntry& out) {
+  uint64_t below = q.header()->withdrawn_below.load(std::memory_order_acquire);
+  while (q.view->recvs.peek(out)) {
+    if (out.seq >= below) return true;
+    q.view->recvs.pop(out);
+  }
+  return false;
+}
+
+void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int status, uint32_t byte_len,
+              bool signaled) {
+  if (status != VRDMA_WC_SUCCESS) {
+    if (!(q.flags & proto::no_error_state)) q.header()->router_error.store(1, std::memory_order_release);
+    ++u.errors;
+  }
+  if (status == VRDMA_WC_SUCCESS && !signaled) return;
+  proto::Cqe c;
+  c.wr_id = wr_id;
+  c.byte_len = byte_len;
+  c.status = uint8_t(status);
+  c.opcode = opcode;
+  q.view->cqes.push(c);
+}
+
 bool Router::pump() {
   bool moved = false;
   deferred_ = false;
@@ -227,6 +245,7 @@ bool Router::pump() {
 }
 
 bool Router::pump_qp(QpEntry& q) {
+  if (q.remote) return pump_remote(q);
   auto peer_it = qps_.find(q.peer);
   if (!q.view || peer_it == qps_.end() || !peer_it->second.view) return false;
   QpEntry& peer = peer_it->second;
@@ -257,28 +276,10 @@ bool Router::pump_qp(QpEntry& q) {
         deferred_ = true;
         break;
       }
-      if (q.throttled_since_ns) {
-        u.throttled_ns += uint64_t(now - q.throttled_since_ns);
-        q.throttled_since_ns = 0;
-      }
-      u.tok_ops -= 1;
-      u.tok_bytes -= double(o.byte_len);
-      ++u.ops_moved;
-      u.bytes_moved += o.byte_len;
+      charge(u, q, now, o.byte_len);
     }
     q.view->sends.pop(e);
-    if (o.status != VRDMA_WC_SUCCESS) {
-      if (!(q.flags & proto::no_error_state)) h->router_error.store(1, std::memory_order_release);
-      ++u.errors;
-    }
-    if (o.status != VRDMA_WC_SUCCESS || (e.flags & VRDMA_SEND_SIGNALED)) {
-      proto::Cqe c;
-      c.wr_id = e.wr_id;
-      c.byte_len = o.byte_len;
-      c.status = uint8_t(o.status);
-      c.opcode = e.opcode;
-      q.view->cqes.push(c);
-    }
+    complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
     if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake(peer);
   }
   if (done) wake(q);
@@ -312,6 +313,6 @@ void Router::set_parked(bool parked) {
 
 // Deferred work (tokens, a receive, room for answers) is looked at again after a millisecond;
 // otherwise the loop sleeps until a client kicks it or a control message comes.
-int Router::park_ms() const { return deferred_ ? 1 : -1; }
+int Router::park_ms() const { return deferred_ ? 1 : !connects_.empty() ? 50 : -1; }
 
 }  // namespace rb::vrdma

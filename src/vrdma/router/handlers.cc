@@ -36,6 +36,7 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   w.client_id = s.id;
   w.router_id = router_id_;
   w.direct = s.tenant.direct && !s.tenant.rate_limited();  // rate limits are enforced on the router path
+  w.listen = opts_.listen;
   log(fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
   return {proto::encode(Type::welcome, m.h.seq, w)};
 }
@@ -79,6 +80,15 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
                     : SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
   if (!mem) return error(s, m, theirs ? EINVAL : ENOMEM, mem.status().message());
   MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va, std::move(*mem)};
+  if (fabric_) {  // the routers of other hosts reach it with one RMA, under its rkey where they may choose
+    auto fm = fabric_->register_region(e.mem.data(), e.mem.mapped_size(), e.rkey);
+    if (!fm) {
+      keys_in_use_.erase(e.lkey);
+      keys_in_use_.erase(e.rkey);
+      return error(s, m, ENOMEM, fm.status().message());
+    }
+    e.fabric = std::move(*fm);
+  }
   proto::MrGranted g{e.lkey, e.rkey, e.len, e.mem.mapped_size()};
   int fd = e.mem.fd();
   u.reg_bytes += req.len;
@@ -95,6 +105,7 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
   u.reg_bytes -= it->second.len;
   --u.mrs;
   revoke_grants_of(s);
+  tell_peers_revoked(s, it->second.rkey);
   keys_in_use_.erase(it->second.lkey);
   keys_in_use_.erase(it->second.rkey);
   s.mrs.erase(it);

@@ -38,8 +38,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
 Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   auto req = m.as<proto::ConnectQp>();
   if (!s.qps.count(req.qp_num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", req.qp_num));
-  if (req.peer_router != router_id_)
-    return error(s, m, EXDEV, "the peer QP belongs to another router: QPs across hosts are not built yet");
+  if (req.peer_router != router_id_) return connect_remote(s, m, req);
   auto peer = qps_.find(req.peer_qp_num);
   if (peer == qps_.end()) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
   const Session& owner = sessions_.at(peer->second.owner);
@@ -59,9 +58,7 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
     auto v = view_qp(mine.mem.bytes());
     if (!v) return error(s, m, EINVAL, v.status().message());
     mine.view.emplace(*v);
-    mine.router_path = true;
-    mine.peer = req.peer_qp_num;
-    routed_.push_back(mine.num);
+    route_qp(mine, req.peer_qp_num);
     proto::QpConnected c;
     c.router_path = 1;
     return {proto::encode(Type::qp_connected, m.h.seq, c), kick_.get()};
@@ -69,6 +66,12 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   mine.peer = req.peer_qp_num;
   return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get(),
           peer->second.doorbell ? peer->second.doorbell.get() : -1};
+}
+
+void Router::route_qp(QpEntry& q, uint32_t peer) {
+  q.router_path = true;
+  q.peer = peer;
+  routed_.push_back(q.num);
 }
 
 Router::Reply Router::grant(Session& s, const proto::Message& m) {
@@ -105,8 +108,12 @@ Router::Reply Router::destroy_qp(Session& s, const proto::Message& m) {
 void Router::release_qp(uint32_t num) {
   auto it = qps_.find(num);
   if (it == qps_.end()) return;
+  if (it->second.remote && it->second.peer) {  // its peer's router breaks the peer
+    proto::LinkQpGone g{num, it->second.peer};
+    link_send(it->second.remote->peer_at, proto::LinkType::qp_gone, 0, g);
+  }
   for (auto& [n, q] : qps_)
-    if (q.peer == num) {
+    if (q.peer == num && !q.remote) {
       q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
       ring(q);  // a peer asleep on its CQ wakes to find its QP broken
     }

@@ -20,7 +20,7 @@
 namespace rb::vrdma {
 namespace {
 
-constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61;
+constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60;
 constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
 
 Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", what, std::strerror(errno))}; }
@@ -41,6 +41,13 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   if (!r->kick_) return sys_error("eventfd");
   epoll_event kick{EPOLLIN, {.u64 = kKickTag}};
   if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->kick_.get(), &kick) < 0) return sys_error("epoll_ctl");
+  if (r->opts_.listen.port) {
+    auto f = Fabric::open(r->opts_.fabric, r->opts_.listen);
+    if (!f) return f.status();
+    r->fabric_ = std::move(*f);
+    epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
+    if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->fabric_->wait_fd(), &fe) < 0) return sys_error("epoll_ctl");
+  }
   return r;
 }
 
@@ -55,16 +62,22 @@ void Router::log(const std::string& line) const {
 Status Router::run(int stop_fd) {
   epoll_event ev{EPOLLIN, {.u64 = kStopTag}};
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0) return sys_error("epoll_ctl");
-  log(fmt::format("serving on {} ({})", opts_.socket_path,
+  log(fmt::format("serving on {} ({}){}", opts_.socket_path,
                   opts_.tenants.from_config() ? fmt::format("{} tenants", opts_.tenants.configured().size())
-                                              : "no config: every uid its own tenant"));
+                                              : "no config: every uid its own tenant",
+                  fabric_ ? fmt::format("; routers of other hosts reach it at {} over {}", proto::to_string(opts_.listen),
+                                        fabric_->provider())
+                          : ""));
+  greet_peers();
   epoll_event evs[32];
   int idle = 0;
   while (true) {
     // One thread does both: control messages, and the router path's requests. It spins (giving
     // the core away each turn) while requests come, then parks in epoll_wait: clients kick it
     // through an eventfd after posting, so an idle router uses no CPU.
-    bool moved = !routed_.empty() && pump();
+    bool moved = fabric_ && fabric_->poll(*this) > 0;
+    moved = (!routed_.empty() && pump()) || moved;
+    if (!connects_.empty()) expire_connects();
     int timeout = 0;
     bool parked = false;
     if (moved) {
@@ -74,7 +87,7 @@ Status Router::run(int stop_fd) {
     } else {
       set_parked(true);
       parked = true;
-      timeout = work_waiting() ? 0 : park_ms();
+      timeout = work_waiting() || (fabric_ && !fabric_->try_wait()) ? 0 : park_ms();
     }
     int n = epoll_wait(epoll_.get(), evs, 32, timeout);
     if (parked) set_parked(false);
@@ -87,6 +100,10 @@ Status Router::run(int stop_fd) {
         uint64_t v;
         while (read(kick_.get(), &v, sizeof v) > 0) {
         }
+        idle = 0;
+        continue;
+      }
+      if (tag == kFabricTag) {
         idle = 0;
         continue;
       }
@@ -140,8 +157,7 @@ void Router::serve(Session& s) {
     drop(s.id);
     return;
   }
-  Reply r = handle(s, *parsed.msg, *p);
-  if (!r.bytes.empty() && !ipc::send_packet(s.sock.get(), r.bytes, r.fd, r.fd2)) drop(s.id);
+  answer(s, handle(s, *parsed.msg, *p));
 }
 
 Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p) {
@@ -221,6 +237,7 @@ std::string Router::stats_text() const {
     else out += row;
   }
   if (left_out) out += fmt::format("({} more tenants)\n", left_out);
+  out += links_text();
   // The router's own CPU since it started: the cost of being the NIC.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -5,6 +5,7 @@
 // everything it owned released; its tenant's usage shrinks with it.
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,7 +18,9 @@
 #include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/proto/control.hh"
 #include "vrdma/lib/qp_view.hh"
+#include "vrdma/proto/link.hh"
 #include "vrdma/proto/qp_layout.hh"
+#include "vrdma/router/fabric.hh"
 #include "vrdma/router/tenants.hh"
 
 namespace rb::vrdma {
@@ -26,12 +29,62 @@ struct RouterOptions {
   std::string socket_path;
   Tenants tenants;
   bool quiet = false;
+  // Routers of other hosts: where this one listens (port 0: it does not) and over what.
+  proto::RouterAddress listen;
+  std::string fabric = "tcp;ofi_rxm";
+  std::vector<proto::RouterAddress> peers;  // --peer: linked at start (others are learned from QP addresses)
+};
+
+// Another host's router, as this one knows it.
+struct PeerLink {
+  proto::RouterAddress at;
+  uint64_t router_id = 0;  // 0 until it has spoken
+  bool configured = false, unreachable = false;
+  std::chrono::steady_clock::time_point heard;
 };
 
 struct MemoryRegionEntry {
   uint32_t pd = 0, access = 0, lkey = 0, rkey = 0;
   uint64_t len = 0, va = 0;  // va: where the owner mapped it (verbs addresses are the owner's)
   SharedMemory mem;  // the router keeps a mapping: the router path copies through it
+  std::unique_ptr<FabricMr> fabric;  // its registration with the routers' fabric (with --listen)
+};
+
+// A QP whose peer is on another host: the link state of its router-path requests.
+struct RemoteOut {  // a request of ours in flight to the peer's router
+  uint64_t wr_id = 0;
+  uint32_t seq = 0;
+  uint8_t opcode = 0;
+  bool signaled = false, done = false;
+  int status = 0;
+  uint32_t byte_len = 0;
+  uint32_t result_lkey = 0;  // atomics: where the old value goes (looked up again on arrival)
+  uint64_t result_addr = 0;
+  int64_t posted_ns = 0;
+};
+struct RemoteIn {  // a peer's op for our QP, carried out in arrival order
+  proto::LinkOp op;
+  std::vector<uint8_t> payload;
+  uint64_t req = 0;
+  proto::RouterAddress from;
+  int64_t since_ns = 0;
+  int reads_left = -1;  // -1: not started; pulls of its payload still outstanding
+  bool read_failed = false;
+  proto::Arrival arrival;  // what it announces when done (SEND, write-imm)
+  bool uses_recv = false;
+  int status = 0;
+  uint32_t byte_len = 0;
+  uint64_t old = 0;  // atomics
+};
+struct RemoteQp {
+  proto::RouterAddress peer_at;
+  uint64_t peer_router = 0;
+  std::deque<RemoteOut> out;
+  uint32_t next_seq = 1;
+  std::map<uint32_t, proto::LinkKey> keys;  // the peer's rkeys we asked about
+  uint32_t key_asked = 0;                   // an rkey whose answer we wait for
+  int64_t key_asked_ns = 0;
+  std::deque<RemoteIn> in;
 };
 
 struct QpEntry {
@@ -46,6 +99,7 @@ struct QpEntry {
   std::optional<QpView> view;  // router path: its four rings, as the router uses them
   int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
   int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
+  std::unique_ptr<RemoteQp> remote;  // its peer is on another host
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
 
@@ -67,7 +121,7 @@ struct TenantUsage {
   int64_t refill_ns = 0;
 };
 
-class Router {
+class Router final : private LinkSink {
  public:
   static Result<std::unique_ptr<Router>> create(RouterOptions opts);
   ~Router();
@@ -85,6 +139,7 @@ class Router {
   struct Reply {
     std::vector<uint8_t> bytes;
     int fd = -1, fd2 = -1;
+    bool later = false;  // the answer comes when another router has answered
   };
   Reply handle(Session& s, const proto::Message& m, ipc::Packet& p);
   Reply hello(Session& s, const proto::Message& m);
@@ -109,6 +164,48 @@ class Router {
   bool work_waiting() const;
   void wake(QpEntry& q);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
+  void route_qp(QpEntry& q, uint32_t peer);
+
+  // QPs across hosts (link_control.cc: connect, keys, revocation; remote_path.cc: requests).
+  struct PendingConnect {
+    uint32_t session = 0, seq = 0, qp = 0, peer_qp = 0;
+    uint64_t peer_router = 0;
+    proto::RouterAddress peer_at;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  Reply connect_remote(Session& s, const proto::Message& m, const proto::ConnectQp& req);
+  void expire_connects();
+  void on_message(std::span<const uint8_t> bytes) override;
+  void on_rma(uint64_t cookie, bool ok) override;
+  void on_send_failed(const proto::RouterAddress& to) override;
+  bool link_send(const proto::RouterAddress& to, proto::LinkType t, uint64_t req, std::span<const uint8_t> body,
+                 std::span<const uint8_t> tail = {});
+  template <class T>
+  bool link_send(const proto::RouterAddress& to, proto::LinkType t, uint64_t req, const T& body,
+                 std::span<const uint8_t> tail = {}) {
+    return link_send(to, t, req, {reinterpret_cast<const uint8_t*>(&body), sizeof body}, tail);
+  }
+  void link_connect(const proto::LinkMessage& m);
+  void link_connected(const proto::LinkMessage& m);
+  void link_key_ask(const proto::LinkMessage& m);
+  void link_key(const proto::LinkMessage& m);
+  void link_op(const proto::LinkMessage& m);
+  void link_op_reply(const proto::LinkMessage& m);
+  void link_revoke(const proto::LinkMessage& m);
+  void link_qp_gone(const proto::LinkMessage& m);
+  void link_hello(const proto::LinkMessage& m);
+  void greet_peers();
+  std::string links_text() const;
+  QpEntry* remote_peer_of(uint32_t qp, uint64_t from_router, uint32_t from_qp);
+  void tell_peers_revoked(const Session& s, uint32_t rkey);
+  void break_qp(QpEntry& q);
+  bool pump_remote(QpEntry& q);
+  bool post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o);
+  bool retire_remote(QpEntry& q, TenantUsage& u);
+  bool serve_inbound(QpEntry& q);
+  bool start_inbound(QpEntry& q, RemoteIn& in);
+  void finish_inbound(QpEntry& q, RemoteIn& in);
+  void answer(Session& s, const Reply& r);
   uint32_t fresh_key();  // random (getrandom), never 0, never one in use: keys are not guessable
   void log(const std::string& line) const;
 
@@ -121,6 +218,10 @@ class Router {
   std::vector<uint32_t> routed_;     // the QPs on the router path
   UniqueFd kick_;                    // an eventfd clients write after posting while we are parked
   bool deferred_ = false;            // a request waits for tokens (or a receive)
+  std::unique_ptr<Fabric> fabric_;   // to the routers of other hosts (with --listen)
+  std::map<uint64_t, PendingConnect> connects_;  // by link request number
+  std::map<std::string, PeerLink> peers_;          // by address
+  uint64_t next_req_ = 1;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint64_t router_id_ = 0;
   uint32_t next_id_ = 1;

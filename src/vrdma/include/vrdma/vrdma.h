@@ -72,7 +72,7 @@ char *vrdma_router_stats(struct vrdma_context *ctx);
 struct vrdma_cq;
 struct vrdma_qp;
 
-enum { VRDMA_MAX_SGE = 4, VRDMA_ADDRESS_BYTES = 16 };
+enum { VRDMA_MAX_SGE = 4, VRDMA_ADDRESS_BYTES = 40 };
 
 enum vrdma_wr_opcode {
   VRDMA_WR_RDMA_WRITE,

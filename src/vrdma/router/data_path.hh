@@ -1,0 +1,42 @@
+#pragma once
+// What the router path's two halves share: the one-host mover (data_path.cc) and the requests to
+// and from other hosts (remote_path.cc, remote_target.cc).
+#include <chrono>
+#include <cstdint>
+
+#include "vrdma/router/router.hh"
+
+namespace rb::vrdma {
+
+constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
+constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
+
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// `owner`'s region named by `key` (an lkey, or an rkey when by_rkey) holding [addr, addr+len),
+// or null unless the region is of `pd` and allows `need`.
+const MemoryRegionEntry* find_region(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, uint64_t addr,
+                                     uint64_t len, uint32_t need);
+inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, uint64_t addr, uint64_t len,
+                       uint32_t need) {
+  const MemoryRegionEntry* mr = find_region(owner, pd, key, by_rkey, addr, len, need);
+  return mr ? mr->mem.data() + (addr - mr->va) : nullptr;
+}
+
+// Refills the tenant's buckets for the time passed; true when a request may go now.
+bool tokens_ready(TenantUsage& u, const Tenant& t, int64_t now);
+// Charges a request that went.
+void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes);
+
+// The peer's next receive, skipping those its owner withdrew; left in place. False: none.
+bool next_receive(QpEntry& q, proto::RecvEntry& out);
+
+// The answer to a request in the owner's CQE ring (signaled, or failed; a failure stops the QP
+// unless it asked to stay ready).
+void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int status, uint32_t byte_len,
+              bool signaled);
+
+}  // namespace rb::vrdma

@@ -1,0 +1,279 @@
+#include "vrdma/router/fabric.hh"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace rb::vrdma {
+namespace {
+
+constexpr int kRecvBuffers = 64;
+constexpr auto kPostBound = std::chrono::seconds(2);  // a post refused this long: the peer is unreachable
+
+std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
+
+void close_fid(fid_t f) {
+  if (f) fi_close(f);
+}
+
+}  // namespace
+
+struct Fabric::Context {
+  fi_context2 fc;  // first: libfabric hands this pointer back
+  enum Kind { recv, send, rma } kind = recv;
+  std::vector<uint8_t> bytes;   // a receive buffer, or a message being sent
+  uint64_t cookie = 0;          // rma
+  proto::RouterAddress to;      // send: for on_send_failed
+};
+
+FabricMr::~FabricMr() { close_fid(&mr_->fid); }
+void* FabricMr::desc() const { return fi_mr_desc(mr_); }
+
+Result<std::unique_ptr<Fabric>> Fabric::open(const std::string& provider, const proto::RouterAddress& listen) {
+  std::unique_ptr<Fabric> f(new Fabric());
+  f->provider_ = provider;
+  fi_info* hints = fi_allocinfo();
+  hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  // An op's notice must never overtake the WRITEs before it on the same link.
+  hints->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW | FI_ORDER_RAW;
+  hints->fabric_attr->prov_name = strdup(provider.c_str());
+  std::string host = proto::to_string(listen);
+  host = host.substr(0, host.rfind(':'));
+  if (host.front() == '[') host = host.substr(1, host.size() - 2);
+  std::string port = std::to_string(listen.port);
+  int rc = fi_getinfo(FI_VERSION(1, 9), host.c_str(), port.c_str(), FI_SOURCE, hints, &f->info_);
+  fi_freeinfo(hints);
+  if (rc)
+    return Status(Errc::unavailable, fmt::format("--fabric {} --listen {}: fi_getinfo: {}", provider,
+                                                 proto::to_string(listen), fi_error(rc)));
+  fi_info* i = f->info_;
+  f->virt_addr_ = i->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+  f->prov_key_ = i->domain_attr->mr_mode & FI_MR_PROV_KEY;
+  auto fail = [&](const char* what, int r) {
+    return Status(Errc::io, fmt::format("--fabric {}: {}: {}", provider, what, fi_error(r)));
+  };
+  if ((rc = fi_fabric(i->fabric_attr, &f->fabric_, nullptr))) return fail("fi_fabric", rc);
+  if ((rc = fi_domain(f->fabric_, i, &f->domain_, nullptr))) return fail("fi_domain", rc);
+  fi_av_attr av{};
+  av.type = FI_AV_MAP;
+  if ((rc = fi_av_open(f->domain_, &av, &f->av_, nullptr))) return fail("fi_av_open", rc);
+  fi_cq_attr cq{};
+  cq.format = FI_CQ_FORMAT_MSG;
+  cq.wait_obj = FI_WAIT_FD;
+  cq.size = i->tx_attr->size + i->rx_attr->size;
+  if ((rc = fi_cq_open(f->domain_, &cq, &f->cq_, nullptr))) return fail("fi_cq_open", rc);
+  if ((rc = fi_control(&f->cq_->fid, FI_GETWAIT, &f->wait_fd_))) return fail("fi_control(FI_GETWAIT)", rc);
+  if ((rc = fi_endpoint(f->domain_, i, &f->ep_, nullptr))) return fail("fi_endpoint", rc);
+  if ((rc = fi_ep_bind(f->ep_, &f->av_->fid, 0))) return fail("fi_ep_bind(av)", rc);
+  if ((rc = fi_ep_bind(f->ep_, &f->cq_->fid, FI_TRANSMIT | FI_RECV))) return fail("fi_ep_bind(cq)", rc);
+  if ((rc = fi_enable(f->ep_))) return fail("fi_enable", rc);
+  for (int n = 0; n < kRecvBuffers; ++n) {
+    auto c = std::make_unique<Context>();
+    c->bytes.resize(proto::kLinkMessage);
+    if (Status s = f->post_recv(c.get()); !s) return s;
+    f->recvs_.push_back(std::move(c));
+  }
+  return f;
+}
+
+Fabric::~Fabric() {
+  close_fid(ep_ ? &ep_->fid : nullptr);
+  close_fid(cq_ ? &cq_->fid : nullptr);
+  close_fid(av_ ? &av_->fid : nullptr);
+  close_fid(domain_ ? &domain_->fid : nullptr);
+  close_fid(fabric_ ? &fabric_->fid : nullptr);
+  if (info_) fi_freeinfo(info_);
+}
+
+Status Fabric::post_recv(Context* c) {
+  ssize_t rc = fi_recv(ep_, c->bytes.data(), c->bytes.size(), nullptr, FI_ADDR_UNSPEC, &c->fc);
+  if (rc) return Status(Errc::io, "fi_recv: " + fi_error(int(rc)));
+  return {};
+}
+
+bool Fabric::try_wait() {
+  fid* f = &cq_->fid;
+  return fi_trywait(fabric_, &f, 1) == FI_SUCCESS;
+}
+
+int Fabric::poll(LinkSink& sink) {
+  int handled = 0;
+  if (!reading_) {  // what a post's retry read while a handler ran comes first, in order
+    std::vector<Event> backlog;
+    backlog.swap(backlog_);
+    for (Event& ev : backlog) dispatch(ev, sink);
+    handled += int(backlog.size());
+  }
+  fi_cq_msg_entry e[16];
+  ssize_t n = fi_cq_read(cq_, e, 16);
+  if (n == -FI_EAVAIL) {
+    fi_cq_err_entry err{};
+    if (fi_cq_readerr(cq_, &err, 0) != 1) return handled;
+    auto* c = static_cast<Context*>(err.op_context);
+    if (c && c->kind == Context::recv) {  // a truncated or failed receive: drop it, keep the buffer
+      (void)post_recv(c);
+    } else if (c) {
+      deliver(c, false, {}, sink);
+    }
+    return handled + 1;
+  }
+  if (n <= 0) return handled;
+  for (ssize_t k = 0; k < n; ++k) {
+    auto* c = static_cast<Context*>(e[k].op_context);
+    if (c->kind == Context::recv) {
+      deliver(c, true, {c->bytes.data(), std::min(e[k].len, c->bytes.size())}, sink);
+      (void)post_recv(c);
+    } else {
+      deliver(c, true, {}, sink);
+    }
+  }
+  return handled + int(n);
+}
+
+// A completion to the sink now, or into the backlog when a handler is running (a post it made
+// is retrying): handlers never run inside each other, so ops of a QP keep their order.
+void Fabric::deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink& sink) {
+  Event ev;
+  if (c->kind == Context::recv) {
+    ev.kind = Event::message;
+    ev.bytes.assign(msg.begin(), msg.end());
+  } else {
+    auto it = in_flight_.find(c);
+    if (it == in_flight_.end()) return;
+    auto owned = std::move(it->second);
+    in_flight_.erase(it);
+    if (owned->kind == Context::send && ok) return;
+    ev.kind = owned->kind == Context::rma ? Event::rma : Event::send_failed;
+    ev.ok = ok;
+    ev.cookie = owned->cookie;
+    ev.to = owned->to;
+  }
+  if (reading_) {
+    backlog_.push_back(std::move(ev));
+    return;
+  }
+  dispatch(ev, sink);
+}
+
+void Fabric::dispatch(Event& ev, LinkSink& sink) {
+  reading_ = true;
+  switch (ev.kind) {
+    case Event::message: sink.on_message(ev.bytes); break;
+    case Event::rma: sink.on_rma(ev.cookie, ev.ok); break;
+    case Event::send_failed: sink.on_send_failed(ev.to); break;
+  }
+  reading_ = false;
+}
+
+Result<uint64_t> Fabric::address_of(const proto::RouterAddress& a) {
+  std::vector<uint8_t> k(reinterpret_cast<const uint8_t*>(&a), reinterpret_cast<const uint8_t*>(&a) + sizeof a);
+  if (auto it = addrs_.find(k); it != addrs_.end()) return it->second;
+  sockaddr_in v4{};
+  sockaddr_in6 v6{};
+  const void* sa;
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (info_->addr_format == FI_SOCKADDR_IN) {
+    if (std::memcmp(a.ip, kMapped, 12) != 0)
+      return Status(Errc::invalid_argument, fmt::format("router {} is IPv6; this fabric speaks IPv4", proto::to_string(a)));
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(a.port);
+    std::memcpy(&v4.sin_addr, a.ip + 12, 4);
+    sa = &v4;
+  } else {
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(a.port);
+    std::memcpy(&v6.sin6_addr, a.ip, 16);
+    sa = &v6;
+  }
+  fi_addr_t fa = FI_ADDR_UNSPEC;
+  int rc = fi_av_insert(av_, sa, 1, &fa, 0, nullptr);
+  if (rc != 1) return Status(Errc::io, fmt::format("fi_av_insert({}): {}", proto::to_string(a), fi_error(rc)));
+  addrs_.emplace(std::move(k), fa);
+  return uint64_t(fa);
+}
+
+template <class Post>
+Status Fabric::retry(const char* what, Post post, LinkSink& sink) {
+  auto until = std::chrono::steady_clock::now() + kPostBound;
+  while (true) {
+    ssize_t rc = post();
+    if (rc == 0) return {};
+    if (rc != -FI_EAGAIN) return Status(Errc::io, fmt::format("{}: {}", what, fi_error(int(rc))));
+    if (std::chrono::steady_clock::now() > until)
+      return Status(Errc::timeout, fmt::format("{}: refused for {} s (the peer router does not answer)", what,
+                                               kPostBound.count()));
+    poll(sink);  // connection setup and reaping both need the CQ read
+  }
+}
+
+Status Fabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) {
+  auto fa = address_of(to);
+  if (!fa) return fa.status();
+  auto c = std::make_unique<Context>();
+  c->kind = Context::send;
+  c->bytes.assign(bytes.begin(), bytes.end());
+  c->to = to;
+  Context* raw = c.get();
+  in_flight_.emplace(raw, std::move(c));
+  Status s = retry("fi_send", [&] { return fi_send(ep_, raw->bytes.data(), raw->bytes.size(), nullptr, *fa, &raw->fc); },
+                   sink);
+  if (!s) in_flight_.erase(raw);
+  return s;
+}
+
+Status Fabric::rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
+                   uint64_t key, uint64_t cookie, LinkSink& sink) {
+  auto fa = address_of(to);
+  if (!fa) return fa.status();
+  iovec iov[proto::kMaxSge];
+  void* desc[proto::kMaxSge];
+  size_t total = 0, n = std::min(local.size(), size_t(proto::kMaxSge));
+  for (size_t k = 0; k < n; ++k) {
+    iov[k] = {local[k].p, local[k].len};
+    desc[k] = local[k].desc;
+    total += local[k].len;
+  }
+  fi_rma_iov remote{addr, total, key};
+  auto c = std::make_unique<Context>();
+  c->kind = Context::rma;
+  c->cookie = cookie;
+  Context* raw = c.get();
+  in_flight_.emplace(raw, std::move(c));
+  fi_msg_rma msg{iov, desc, n, *fa, &remote, 1, &raw->fc, 0};
+  Status s = is_write ? retry("fi_writemsg", [&] { return fi_writemsg(ep_, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE); }, sink)
+                      : retry("fi_readmsg", [&] { return fi_readmsg(ep_, &msg, FI_COMPLETION); }, sink);
+  if (!s) in_flight_.erase(raw);
+  return s;
+}
+
+Status Fabric::write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
+                     uint64_t cookie, LinkSink& sink) {
+  return rma(true, to, local, addr, key, cookie, sink);
+}
+
+Status Fabric::read(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
+                    uint64_t cookie, LinkSink& sink) {
+  return rma(false, to, local, addr, key, cookie, sink);
+}
+
+Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint64_t key) {
+  fid_mr* mr = nullptr;
+  uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  int rc = fi_mr_reg(domain_, p, len, access, 0, prov_key_ ? 0 : key, 0, &mr, nullptr);
+  if (rc) return Status(Errc::io, fmt::format("fi_mr_reg of {} B: {}", len, fi_error(rc)));
+  return std::make_unique<FabricMr>(mr, fi_mr_key(mr), virt_addr_ ? reinterpret_cast<uint64_t>(p) : 0);
+}
+
+}  // namespace rb::vrdma

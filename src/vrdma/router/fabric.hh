@@ -1,0 +1,117 @@
+#pragma once
+// The router's libfabric endpoint, to the routers of other hosts: one RDM endpoint bound to the
+// --listen address, one CQ with a wait fd (so a parked router wakes for the link), receive
+// buffers for link messages, and RMA on regions registered with the domain under keys the
+// router chooses. Other routers are addressed by where they listen; nothing is hard-coded.
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hh"
+#include "vrdma/proto/link.hh"
+
+namespace rb::vrdma {
+
+// What the fabric's completions are handed to.
+class LinkSink {
+ public:
+  virtual ~LinkSink() = default;
+  virtual void on_message(std::span<const uint8_t> bytes) = 0;
+  // An RMA posted with `cookie` finished; ok false: it failed (the peer is gone or refused it).
+  virtual void on_rma(uint64_t cookie, bool ok) = 0;
+  // A message to `to` could not be delivered: the router there is unreachable.
+  virtual void on_send_failed(const proto::RouterAddress& to) = 0;
+};
+
+// A region registered with the domain; deregistered (remote access revoked) on destruction.
+class FabricMr {
+ public:
+  FabricMr(fid_mr* mr, uint64_t key, uint64_t base) : mr_(mr), key_(key), base_(base) {}
+  FabricMr(const FabricMr&) = delete;
+  FabricMr& operator=(const FabricMr&) = delete;
+  ~FabricMr();
+  uint64_t key() const { return key_; }
+  uint64_t base() const { return base_; }  // the RMA address of the region's first byte
+  void* desc() const;
+
+ private:
+  fid_mr* mr_;
+  uint64_t key_, base_;
+};
+
+struct LocalPiece {
+  void* p = nullptr;
+  size_t len = 0;
+  void* desc = nullptr;
+};
+
+class Fabric {
+ public:
+  // provider: as libfabric names it ("tcp;ofi_rxm", "verbs;ofi_rxm", "efa"); listen: bind here.
+  static Result<std::unique_ptr<Fabric>> open(const std::string& provider, const proto::RouterAddress& listen);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  const std::string& provider() const { return provider_; }
+  int wait_fd() const { return wait_fd_; }
+  // Drives progress; true when nothing is ready and the wait fd will signal what comes.
+  bool try_wait();
+  // Handles up to a batch of completions; the number handled.
+  int poll(LinkSink& sink);
+
+  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint64_t key);
+
+  // Queues a copy of `bytes` to the router at `to`. Errors: it cannot be addressed or the
+  // endpoint refused the message for longer than a bound.
+  Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink);
+  // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
+  // to the sink with `cookie`.
+  Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
+               uint64_t cookie, LinkSink& sink);
+  Status read(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
+              uint64_t cookie, LinkSink& sink);
+
+ private:
+  struct Context;
+  struct Event {
+    enum Kind { message, rma, send_failed } kind = message;
+    bool ok = true;
+    uint64_t cookie = 0;
+    proto::RouterAddress to;
+    std::vector<uint8_t> bytes;
+  };
+  Fabric() = default;
+  void deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink& sink);
+  void dispatch(Event& ev, LinkSink& sink);
+  Result<uint64_t> address_of(const proto::RouterAddress& a);
+  Status post_recv(Context* c);
+  Status rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
+             uint64_t key, uint64_t cookie, LinkSink& sink);
+  // Retries a post that the provider answers -FI_EAGAIN, reading the CQ between tries.
+  template <class Post>
+  Status retry(const char* what, Post post, LinkSink& sink);
+
+  std::string provider_;
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  int wait_fd_ = -1;
+  bool virt_addr_ = false, prov_key_ = false;
+  std::map<std::vector<uint8_t>, uint64_t> addrs_;  // RouterAddress bytes -> fi_addr_t
+  std::vector<std::unique_ptr<Context>> recvs_;
+  std::map<Context*, std::unique_ptr<Context>> in_flight_;  // sends and RMAs, until completed
+  std::vector<Event> backlog_;  // completions read while a handler ran
+  bool reading_ = false;        // a handler is running
+};
+
+}  // namespace rb::vrdma

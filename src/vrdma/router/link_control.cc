@@ -1,0 +1,243 @@
+// QPs across hosts, the control half: a client's connect to a QP whose address names another
+// router is asked of that router over the fabric (same tenant, QP free), and answered when it
+// answers (or after a bound); keys of a peer's regions are looked up once and forgotten when
+// the region goes; a QP that goes breaks its peer on the other host.
+#include <algorithm>
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "vrdma/ipc/seqpacket.hh"
+#include "vrdma/router/data_path.hh"
+
+namespace rb::vrdma {
+namespace {
+
+constexpr auto kConnectBound = std::chrono::milliseconds(800);  // inside the client's 1 s per call
+
+}  // namespace
+
+using proto::LinkType;
+
+void Router::answer(Session& s, const Reply& r) {
+  if (!r.bytes.empty() && !ipc::send_packet(s.sock.get(), r.bytes, r.fd, r.fd2)) drop(s.id);
+}
+
+bool Router::link_send(const proto::RouterAddress& to, LinkType t, uint64_t req, std::span<const uint8_t> body,
+                       std::span<const uint8_t> tail) {
+  if (!fabric_) return false;
+  proto::LinkHeader h;
+  h.from_router = router_id_;
+  h.from = opts_.listen;
+  h.req = req;
+  std::vector<uint8_t> bytes;
+  proto::encode_link(bytes, h, t, body, tail);
+  Status st = fabric_->send(to, bytes, *this);
+  if (!st) {
+    log(fmt::format("router {}: {}", proto::to_string(to), st.message()));
+    on_send_failed(to);
+  }
+  return bool(st);
+}
+
+Router::Reply Router::connect_remote(Session& s, const proto::Message& m, const proto::ConnectQp& req) {
+  if (!fabric_)
+    return error(s, m, EXDEV, "the peer QP is on another host and this router has no --listen address to reach it");
+  if (!req.peer_at.port) return error(s, m, EXDEV, "the peer QP is on another host whose router has no --listen address");
+  QpEntry& mine = qps_.at(req.qp_num);
+  if (mine.peer) return error(s, m, EISCONN, "the QP is connected to another already");
+  auto v = view_qp(mine.mem.bytes());
+  if (!v) return error(s, m, EINVAL, v.status().message());
+  uint64_t id = next_req_++;
+  proto::LinkConnect c{req.qp_num, req.peer_qp_num};
+  proto::put_text(c.tenant, sizeof c.tenant, s.tenant.name);
+  if (!link_send(req.peer_at, LinkType::connect, id, c))
+    return error(s, m, EHOSTUNREACH, fmt::format("router {} cannot be reached", proto::to_string(req.peer_at)));
+  connects_[id] = {s.id, m.h.seq, req.qp_num, req.peer_qp_num, req.peer_router, req.peer_at,
+                   std::chrono::steady_clock::now() + kConnectBound};
+  Reply r;
+  r.later = true;
+  return r;
+}
+
+void Router::expire_connects() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = connects_.begin(); it != connects_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    PendingConnect pc = it->second;
+    it = connects_.erase(it);
+    if (auto s = sessions_.find(pc.session); s != sessions_.end()) {
+      proto::Message m;
+      m.h.seq = pc.seq;
+      answer(s->second, error(s->second, m, ETIMEDOUT,
+                              fmt::format("router {} did not answer within {} ms", proto::to_string(pc.peer_at),
+                                          kConnectBound.count())));
+    }
+  }
+}
+
+void Router::on_message(std::span<const uint8_t> bytes) {
+  std::string why;
+  auto m = proto::parse_link(bytes, &why);
+  if (!m) {
+    log("link: " + why);
+    return;
+  }
+  PeerLink& p = peers_[proto::to_string(m->h.from)];
+  p.at = m->h.from;
+  p.router_id = m->h.from_router;
+  p.unreachable = false;
+  p.heard = std::chrono::steady_clock::now();
+  switch (m->type()) {
+    case LinkType::hello: return link_hello(*m);
+    case LinkType::hello_reply: return;
+    case LinkType::connect: return link_connect(*m);
+    case LinkType::connect_reply: return link_connected(*m);
+    case LinkType::key_ask: return link_key_ask(*m);
+    case LinkType::key_reply: return link_key(*m);
+    case LinkType::op: return link_op(*m);
+    case LinkType::op_reply: return link_op_reply(*m);
+    case LinkType::revoke: return link_revoke(*m);
+    case LinkType::qp_gone: return link_qp_gone(*m);
+  }
+}
+
+void Router::link_connect(const proto::LinkMessage& m) {
+  auto c = m.as<proto::LinkConnect>();
+  proto::LinkStatus st;
+  auto q = qps_.find(c.to_qp);
+  if (q == qps_.end() || sessions_.at(q->second.owner).tenant.name != proto::get_text(c.tenant, sizeof c.tenant)) {
+    st.err = ENOENT;  // another tenant's QP is as good as a wrong number
+    proto::put_text(st.message, sizeof st.message, fmt::format("no QP {:#x} at router {}", c.to_qp, proto::to_string(opts_.listen)));
+  } else if (q->second.peer && !(q->second.remote && q->second.peer == c.from_qp &&
+                                 q->second.remote->peer_router == m.h.from_router)) {
+    st.err = EISCONN;
+    proto::put_text(st.message, sizeof st.message, fmt::format("QP {:#x} is connected to another QP", c.to_qp));
+  }
+  link_send(m.h.from, LinkType::connect_reply, m.h.req, st);
+}
+
+void Router::link_connected(const proto::LinkMessage& m) {
+  auto it = connects_.find(m.h.req);
+  if (it == connects_.end()) return;  // expired: the client has its answer
+  PendingConnect pc = it->second;
+  connects_.erase(it);
+  auto s = sessions_.find(pc.session);
+  auto q = qps_.find(pc.qp);
+  if (s == sessions_.end() || q == qps_.end()) return;
+  auto st = m.as<proto::LinkStatus>();
+  proto::Message req;
+  req.h.seq = pc.seq;
+  if (st.err) return answer(s->second, error(s->second, req, st.err, proto::get_text(st.message, sizeof st.message)));
+  if (q->second.peer) return answer(s->second, error(s->second, req, EISCONN, "the QP is connected to another already"));
+  auto v = view_qp(q->second.mem.bytes());
+  if (!v) return answer(s->second, error(s->second, req, EINVAL, v.status().message()));
+  q->second.view.emplace(*v);
+  q->second.remote = std::make_unique<RemoteQp>();
+  q->second.remote->peer_at = pc.peer_at;
+  q->second.remote->peer_router = m.h.from_router;
+  route_qp(q->second, pc.peer_qp);
+  log(fmt::format("QP {:#x} connected to QP {:#x} at router {}", pc.qp, pc.peer_qp, proto::to_string(pc.peer_at)));
+  proto::QpConnected c;
+  c.router_path = 1;
+  answer(s->second, {proto::encode(proto::Type::qp_connected, pc.seq, c), kick_.get()});
+}
+
+// Our QP `qp`, when it is connected to `from_qp` at router `from_router`; else null.
+QpEntry* Router::remote_peer_of(uint32_t qp, uint64_t from_router, uint32_t from_qp) {
+  auto q = qps_.find(qp);
+  if (q == qps_.end() || !q->second.remote || q->second.peer != from_qp ||
+      q->second.remote->peer_router != from_router)
+    return nullptr;
+  return &q->second;
+}
+
+void Router::link_key_ask(const proto::LinkMessage& m) {
+  auto a = m.as<proto::LinkKeyAsk>();
+  proto::LinkKey k;
+  k.err = EACCES;
+  if (QpEntry* q = remote_peer_of(a.to_qp, m.h.from_router, a.from_qp)) {
+    for (const auto& [lkey, mr] : sessions_.at(q->owner).mrs) {
+      if (mr.rkey != a.rkey || mr.pd != q->pd || !mr.fabric) continue;
+      k = {0, mr.access, mr.va, mr.len, mr.fabric->key(), mr.fabric->base()};
+    }
+  }
+  link_send(m.h.from, LinkType::key_reply, m.h.req, k);
+}
+
+void Router::link_key(const proto::LinkMessage& m) {
+  // req: our QP number above the rkey asked about.
+  uint32_t qp = uint32_t(m.h.req >> 32), rkey = uint32_t(m.h.req);
+  auto q = qps_.find(qp);
+  if (q == qps_.end() || !q->second.remote || q->second.remote->key_asked != rkey) return;
+  q->second.remote->key_asked = 0;
+  q->second.remote->keys[rkey] = m.as<proto::LinkKey>();  // an error is remembered too: it fails the op
+}
+
+void Router::link_revoke(const proto::LinkMessage& m) {
+  uint32_t rkey = m.as<proto::LinkRevoke>().rkey;
+  for (auto& [n, q] : qps_)
+    if (q.remote && q.remote->peer_router == m.h.from_router) q.remote->keys.erase(rkey);
+}
+
+void Router::tell_peers_revoked(const Session& s, uint32_t rkey) {
+  std::vector<proto::RouterAddress> told;
+  for (uint32_t n : s.qps) {
+    auto q = qps_.find(n);
+    if (q == qps_.end() || !q->second.remote) continue;
+    const proto::RouterAddress& to = q->second.remote->peer_at;
+    if (std::find(told.begin(), told.end(), to) != told.end()) continue;
+    told.push_back(to);
+    link_send(to, LinkType::revoke, 0, proto::LinkRevoke{rkey});
+  }
+}
+
+void Router::link_qp_gone(const proto::LinkMessage& m) {
+  auto g = m.as<proto::LinkQpGone>();
+  if (QpEntry* q = remote_peer_of(g.peer_qp, m.h.from_router, g.qp)) break_qp(*q);
+}
+
+// The peer is gone: the owner's requests fail, its receives flush (as on one host).
+void Router::break_qp(QpEntry& q) {
+  q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
+  ring(q);
+}
+
+void Router::link_hello(const proto::LinkMessage& m) {
+  link_send(m.h.from, LinkType::hello_reply, m.h.req, proto::LinkHello{});
+}
+
+void Router::greet_peers() {
+  for (const proto::RouterAddress& at : opts_.peers) {
+    PeerLink& p = peers_[proto::to_string(at)];
+    p.at = at;
+    p.configured = true;
+    link_send(at, LinkType::hello, 0, proto::LinkHello{});
+  }
+}
+
+std::string Router::links_text() const {
+  std::string out;
+  auto now = std::chrono::steady_clock::now();
+  for (const auto& [name, p] : peers_) {
+    size_t qps = 0;
+    for (const auto& [n, q] : qps_) qps += q.remote && q.remote->peer_at == p.at;
+    std::string heard = p.router_id ? fmt::format("heard {:.1f} s ago",
+                                                  std::chrono::duration<double>(now - p.heard).count())
+                                    : "not heard from";
+    out += fmt::format("link: router {} ({}) {}{}, {} QPs\n", name, p.configured ? "--peer" : "learned", heard,
+                       p.unreachable ? ", unreachable" : "", qps);
+  }
+  return out;
+}
+
+void Router::on_send_failed(const proto::RouterAddress& to) {
+  if (auto p = peers_.find(proto::to_string(to)); p != peers_.end()) p->second.unreachable = true;
+  for (auto& [n, q] : qps_)
+    if (q.remote && q.remote->peer_at == to) break_qp(q);
+}
+
+}  // namespace rb::vrdma

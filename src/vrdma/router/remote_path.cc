@@ -1,0 +1,224 @@
+// QPs across hosts, the initiator's router: each request from the owner's send ring is checked
+// against our region table, then goes out as one RMA (WRITE, READ: into or out of the peer
+// router's registration of the target region, at bounds its router told us once per key) or as
+// an op the peer's router carries out (SEND, immediates, atomics, inline WRITE). Requests stay
+// in flight up to a window and are answered in the owner's CQE ring in posting order.
+#include <cstring>
+
+#include <vrdma/vrdma.h>
+
+#include "vrdma/router/data_path.hh"
+
+namespace rb::vrdma {
+namespace {
+
+constexpr size_t kWindow = 64;                // requests of one QP in flight
+constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the peer's router is gone
+
+bool is_atomic(uint8_t op) { return op == VRDMA_WR_ATOMIC_FETCH_AND_ADD || op == VRDMA_WR_ATOMIC_CMP_AND_SWP; }
+
+}  // namespace
+
+using proto::LinkType;
+
+bool Router::pump_remote(QpEntry& q) {
+  RemoteQp& r = *q.remote;
+  const Session& me = sessions_.at(q.owner);
+  TenantUsage& u = usage_[me.tenant.name];
+  bool moved = serve_inbound(q);
+  moved = retire_remote(q, u) || moved;
+  int64_t now = now_ns();
+  if (r.key_asked && now - r.key_asked_ns > kOpBoundNs) {  // the peer's router never answered
+    r.key_asked = 0;
+    break_qp(q);
+  }
+  proto::SendEntry e;
+  int n = 0;
+  for (; n < kBatch && r.out.size() < kWindow && !r.key_asked && q.view->sends.peek(e); ++n) {
+    RemoteOut o;
+    o.wr_id = e.wr_id;
+    o.seq = r.next_seq;
+    o.opcode = e.opcode;
+    o.signaled = e.flags & VRDMA_SEND_SIGNALED;
+    o.posted_ns = now;
+    proto::QpHeader* h = q.header();
+    if (h->router_error.load(std::memory_order_acquire) || h->state.load(std::memory_order_acquire)) {
+      o.done = true;
+      o.status = VRDMA_WC_WR_FLUSH_ERR;
+    } else {
+      if (!tokens_ready(u, me.tenant, now)) {
+        if (!q.throttled_since_ns) q.throttled_since_ns = now;
+        break;
+      }
+      if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
+      charge(u, q, now, o.byte_len);
+    }
+    ++r.next_seq;
+    q.view->sends.pop(e);
+    r.out.push_back(o);
+  }
+  moved = retire_remote(q, u) || n > 0 || moved;
+  // Answers come on the fabric's fd, but a peer that died sends none: look again soon.
+  if (!r.out.empty() || !r.in.empty() || r.key_asked || !q.view->sends.empty()) deferred_ = true;
+  return moved;
+}
+
+// Sends `e` on its way; false when it must wait (a key's answer), else `o` is in flight or done.
+bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o) {
+  RemoteQp& r = *q.remote;
+  auto fail = [&](int status) {
+    o.done = true;
+    o.status = status;
+    o.byte_len = 0;
+    return true;
+  };
+  bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
+  LocalPiece local[proto::kMaxSge];
+  proto::LinkPiece pull[proto::kMaxSge];
+  uint64_t total = 0;
+  uint32_t n = 0;
+  if (e.inline_len) {
+    if (e.inline_len > proto::kRouterInline) return fail(VRDMA_WC_LOC_PROT_ERR);
+    total = e.inline_len;
+  } else {
+    if (e.nsge > proto::kMaxSge) return fail(VRDMA_WC_LOC_PROT_ERR);
+    for (; n < e.nsge; ++n) {
+      const proto::Sge& g = e.sge[n];
+      const MemoryRegionEntry* mr =
+          find_region(me, q.pd, g.lkey, false, g.addr, g.len, reads_in ? uint32_t(proto::local_write) : 0u);
+      if (!mr || !mr->fabric) return fail(VRDMA_WC_LOC_PROT_ERR);
+      uint64_t off = g.addr - mr->va;
+      local[n] = {mr->mem.data() + off, g.len, mr->fabric->desc()};
+      pull[n] = {mr->fabric->base() + off, mr->fabric->key(), g.len};
+      total += g.len;
+    }
+  }
+  o.byte_len = uint32_t(total);
+  uint64_t cookie = uint64_t(q.num) << 32 | o.seq;
+  bool one_sided = (e.opcode == VRDMA_WR_RDMA_WRITE && !e.inline_len) || e.opcode == VRDMA_WR_RDMA_READ;
+  if (one_sided) {
+    auto k = r.keys.find(e.rkey);
+    if (k == r.keys.end()) {
+      r.key_asked = e.rkey;
+      r.key_asked_ns = now_ns();
+      if (!link_send(r.peer_at, LinkType::key_ask, uint64_t(q.num) << 32 | e.rkey,
+                     proto::LinkKeyAsk{q.num, q.peer, e.rkey}))
+        r.key_asked = 0;
+      return false;
+    }
+    const proto::LinkKey& key = k->second;
+    uint32_t need = e.opcode == VRDMA_WR_RDMA_READ ? proto::remote_read : proto::remote_write;
+    if (key.err || (need & ~key.access) || e.remote_addr < key.va || total > key.len ||
+        e.remote_addr - key.va > key.len - total)
+      return fail(VRDMA_WC_REM_ACCESS_ERR);
+    uint64_t at = key.fabric_base + (e.remote_addr - key.va);
+    std::span<const LocalPiece> pieces(local, n);
+    Status st = e.opcode == VRDMA_WR_RDMA_READ ? fabric_->read(r.peer_at, pieces, at, key.fabric_key, cookie, *this)
+                                               : fabric_->write(r.peer_at, pieces, at, key.fabric_key, cookie, *this);
+    return st ? true : fail(VRDMA_WC_REM_OP_ERR);
+  }
+  proto::LinkOp op;
+  op.from_qp = q.num;
+  op.to_qp = q.peer;
+  op.opcode = e.opcode;
+  op.imm = e.imm;
+  op.remote_addr = e.remote_addr;
+  op.rkey = e.rkey;
+  op.compare_add = e.compare_add;
+  op.swap = e.swap;
+  std::vector<uint8_t> payload;
+  if (is_atomic(e.opcode)) {
+    if (n != 1 || total != 8) return fail(VRDMA_WC_LOC_PROT_ERR);
+    o.result_lkey = e.sge[0].lkey;
+    o.result_addr = e.sge[0].addr;
+  } else if (e.inline_len || total <= proto::kLinkInline) {
+    op.len = uint32_t(total);
+    if (e.inline_len) payload.assign(e.inline_data, e.inline_data + e.inline_len);
+    for (uint32_t k = 0; k < n; ++k)
+      payload.insert(payload.end(), static_cast<uint8_t*>(local[k].p), static_cast<uint8_t*>(local[k].p) + local[k].len);
+  } else {
+    op.len = uint32_t(total);
+    op.npieces = uint8_t(n);
+    std::memcpy(op.pieces, pull, sizeof(proto::LinkPiece) * n);
+  }
+  return link_send(r.peer_at, LinkType::op, cookie, op, payload) ? true : fail(VRDMA_WC_REM_OP_ERR);
+}
+
+// Answers the requests at the front that are done, in posting order.
+bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
+  RemoteQp& r = *q.remote;
+  bool any = false;
+  int64_t now = now_ns();
+  while (!r.out.empty()) {
+    RemoteOut& o = r.out.front();
+    if (!o.done && now - o.posted_ns > kOpBoundNs) {
+      o.done = true;
+      o.status = VRDMA_WC_REM_OP_ERR;
+      o.byte_len = 0;
+      break_qp(q);
+    }
+    if (!o.done) break;
+    if (q.view->cqes.size() >= q.view->cqes.capacity()) {
+      deferred_ = true;
+      break;
+    }
+    complete(q, u, o.wr_id, o.opcode, o.status, o.byte_len, o.signaled);
+    r.out.pop_front();
+    any = true;
+  }
+  if (any) wake(q);
+  return any;
+}
+
+namespace {
+
+RemoteOut* find_out(RemoteQp& r, uint32_t seq) {
+  if (r.out.empty() || seq < r.out.front().seq || seq - r.out.front().seq >= r.out.size()) return nullptr;
+  return &r.out[seq - r.out.front().seq];
+}
+
+}  // namespace
+
+void Router::on_rma(uint64_t cookie, bool ok) {
+  auto it = qps_.find(uint32_t(cookie >> 32));
+  if (it == qps_.end() || !it->second.remote) return;
+  QpEntry& q = it->second;
+  RemoteQp& r = *q.remote;
+  uint32_t seq = uint32_t(cookie);
+  if (seq == 0) {  // a pull of a peer's op for us
+    if (!r.in.empty() && r.in.front().reads_left > 0) {
+      RemoteIn& in = r.in.front();
+      --in.reads_left;
+      in.read_failed = in.read_failed || !ok;
+    }
+    serve_inbound(q);
+    return;
+  }
+  if (RemoteOut* o = find_out(r, seq)) {
+    o->done = true;
+    if (!ok) {
+      o->status = VRDMA_WC_REM_ACCESS_ERR;
+      o->byte_len = 0;
+    }
+  }
+}
+
+void Router::link_op_reply(const proto::LinkMessage& m) {
+  auto it = qps_.find(uint32_t(m.h.req >> 32));
+  if (it == qps_.end() || !it->second.remote) return;
+  QpEntry& q = it->second;
+  RemoteOut* o = find_out(*q.remote, uint32_t(m.h.req));
+  if (!o || o->done) return;
+  auto rep = m.as<proto::LinkOpReply>();
+  o->done = true;
+  o->status = rep.status;
+  o->byte_len = rep.status == VRDMA_WC_SUCCESS ? rep.byte_len : 0;
+  if (rep.status == VRDMA_WC_SUCCESS && is_atomic(o->opcode)) {
+    // Looked up again: the region may have gone while the op was away.
+    uint8_t* dst = locate(sessions_.at(q.owner), q.pd, o->result_lkey, false, o->result_addr, 8, proto::local_write);
+    if (dst) std::memcpy(dst, &rep.old, 8);
+    else o->status = VRDMA_WC_LOC_PROT_ERR;
+  }
+}
+
+}  // namespace rb::vrdma

@@ -1,0 +1,182 @@
+// QPs across hosts, the target's router: the peer router's ops for one of our QPs are carried
+// out one at a time in arrival order (a SEND waits for a receive up to the RNR bound, later ops
+// wait behind it, as on a wire). Every op is checked against our region table before a byte
+// moves; a payload too large to ride in the op is pulled from the initiator's registration with
+// READs straight into the target buffers. The answer goes back when the bytes are in place.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include <vrdma/vrdma.h>
+
+#include "vrdma/lib/copy.hh"
+#include "vrdma/router/data_path.hh"
+
+namespace rb::vrdma {
+namespace {
+
+struct Dest {
+  uint8_t* p = nullptr;
+  uint64_t len = 0;
+  void* desc = nullptr;
+};
+
+}  // namespace
+
+using proto::LinkType;
+
+void Router::link_op(const proto::LinkMessage& m) {
+  auto op = m.as<proto::LinkOp>();
+  QpEntry* q = remote_peer_of(op.to_qp, m.h.from_router, op.from_qp);
+  if (!q || !q->view) {  // not connected to the sender (yet, or any more)
+    link_send(m.h.from, LinkType::op_reply, m.h.req, proto::LinkOpReply{VRDMA_WC_REM_OP_ERR});
+    return;
+  }
+  RemoteIn in;
+  in.op = op;
+  in.payload.assign(m.tail.begin(), m.tail.end());
+  in.req = m.h.req;
+  in.from = m.h.from;
+  in.since_ns = now_ns();
+  q->remote->in.push_back(std::move(in));
+  serve_inbound(*q);
+}
+
+bool Router::serve_inbound(QpEntry& q) {
+  RemoteQp& r = *q.remote;
+  bool any = false;
+  while (!r.in.empty()) {
+    RemoteIn& in = r.in.front();
+    if (in.reads_left < 0 && !start_inbound(q, in)) break;  // waits for a receive or for room
+    if (in.reads_left > 0) break;                             // its payload is on its way
+    finish_inbound(q, in);
+    r.in.pop_front();
+    any = true;
+  }
+  if (!r.in.empty()) deferred_ = true;
+  return any;
+}
+
+// Checks the op and moves (or starts pulling) its payload; false when it must wait. After a
+// true return, reads_left says how many pulls are outstanding (0: done, status set).
+bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
+  const Session& owner = sessions_.at(q.owner);
+  const proto::LinkOp& op = in.op;
+  auto done = [&](int status) {
+    in.status = status;
+    in.reads_left = 0;
+    return true;
+  };
+  Dest dest[proto::kMaxSge];
+  uint32_t ndest = 0;
+  bool announces = op.opcode == VRDMA_WR_SEND || op.opcode == VRDMA_WR_SEND_WITH_IMM ||
+                   op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
+  if (op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD || op.opcode == VRDMA_WR_ATOMIC_CMP_AND_SWP) {
+    uint8_t* t = op.remote_addr % 8 ? nullptr : locate(owner, q.pd, op.rkey, true, op.remote_addr, 8, proto::remote_atomic);
+    if (!t) return done(VRDMA_WC_REM_ACCESS_ERR);
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(t));
+    if (op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
+      in.old = target.fetch_add(op.compare_add, std::memory_order_acq_rel);
+    } else {
+      in.old = op.compare_add;
+      target.compare_exchange_strong(in.old, op.swap, std::memory_order_acq_rel);
+    }
+    in.byte_len = 8;
+    return done(VRDMA_WC_SUCCESS);
+  }
+  if (announces && q.view->arrivals.size() >= q.view->arrivals.capacity()) return false;
+  if (op.opcode == VRDMA_WR_RDMA_WRITE || op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) {
+    const MemoryRegionEntry* mr = find_region(owner, q.pd, op.rkey, true, op.remote_addr, op.len, proto::remote_write);
+    if (!mr) return done(VRDMA_WC_REM_ACCESS_ERR);
+    dest[ndest++] = {mr->mem.data() + (op.remote_addr - mr->va), op.len, mr->fabric ? mr->fabric->desc() : nullptr};
+  }
+  proto::RecvEntry recv;
+  bool needs_recv = op.opcode != VRDMA_WR_RDMA_WRITE &&
+                    !(op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM && (q.flags & proto::imm_without_recv));
+  if (needs_recv) {
+    if (!next_receive(q, recv)) {
+      if (now_ns() - in.since_ns > kRnrNs) return done(VRDMA_WC_RNR_RETRY_EXC_ERR);
+      deferred_ = true;
+      return false;
+    }
+    in.uses_recv = true;
+    in.arrival.recv_seq = recv.seq;
+  } else {
+    in.arrival.no_recv = 1;
+  }
+  in.arrival.imm = op.imm;
+  in.arrival.byte_len = op.len;
+  in.arrival.kind = uint8_t(op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM ? proto::ArrivalKind::write_imm
+                            : op.opcode == VRDMA_WR_SEND           ? proto::ArrivalKind::send
+                                                                   : proto::ArrivalKind::send_imm);
+  if (op.opcode == VRDMA_WR_SEND || op.opcode == VRDMA_WR_SEND_WITH_IMM) {
+    uint64_t room = 0;
+    for (uint32_t k = 0; k < std::min(recv.nsge, proto::kMaxSge); ++k) {
+      const proto::Sge& g = recv.sge[k];
+      const MemoryRegionEntry* mr = find_region(owner, q.pd, g.lkey, false, g.addr, g.len, proto::local_write);
+      if (!mr) {
+        in.arrival.status = uint8_t(proto::ArrivalStatus::bad_buffer);
+        return done(VRDMA_WC_REM_ACCESS_ERR);
+      }
+      dest[ndest++] = {mr->mem.data() + (g.addr - mr->va), g.len, mr->fabric ? mr->fabric->desc() : nullptr};
+      room += g.len;
+    }
+    if (room < op.len) {
+      in.arrival.status = uint8_t(proto::ArrivalStatus::too_long);
+      return done(VRDMA_WC_REM_INV_REQ_ERR);
+    }
+  }
+  in.byte_len = op.len;
+  in.status = VRDMA_WC_SUCCESS;
+  if (!op.npieces) {  // the payload came with the op
+    Piece from{in.payload.data(), in.payload.size()};
+    Piece to[proto::kMaxSge];
+    for (uint32_t k = 0; k < ndest; ++k) to[k] = {dest[k].p, dest[k].len};
+    if (!in.payload.empty()) copy_pieces(&from, 1, to, int(ndest));
+    in.reads_left = 0;
+    return true;
+  }
+  // Pull: walk the initiator's pieces and our buffers together, one READ per overlap.
+  in.reads_left = 0;
+  uint64_t cookie = uint64_t(q.num) << 32;
+  uint32_t s = 0, d = 0;
+  uint64_t soff = 0, doff = 0, left = op.len;
+  while (left && s < op.npieces && d < ndest) {
+    const proto::LinkPiece& src = op.pieces[s];
+    uint64_t n = std::min({left, uint64_t(src.len) - soff, dest[d].len - doff});
+    LocalPiece into{dest[d].p + doff, n, dest[d].desc};
+    if (n && fabric_->read(in.from, {&into, 1}, src.addr + soff, src.key, cookie, *this)) {
+      ++in.reads_left;
+    } else if (n) {
+      in.read_failed = true;
+      break;
+    }
+    left -= n;
+    soff += n;
+    doff += n;
+    if (soff == src.len) ++s, soff = 0;
+    if (doff == dest[d].len) ++d, doff = 0;
+  }
+  if (left) in.read_failed = true;
+  return true;
+}
+
+void Router::finish_inbound(QpEntry& q, RemoteIn& in) {
+  if (in.read_failed) {  // the initiator's memory could not be read: nothing is announced
+    in.status = VRDMA_WC_REM_OP_ERR;
+    in.arrival.status = uint8_t(proto::ArrivalStatus::bad_buffer);
+  }
+  bool announces = in.op.opcode == VRDMA_WR_SEND || in.op.opcode == VRDMA_WR_SEND_WITH_IMM ||
+                   in.op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
+  bool consumed = in.status == VRDMA_WC_SUCCESS || in.arrival.status != uint8_t(proto::ArrivalStatus::ok);
+  if (announces && consumed && in.status != VRDMA_WC_RNR_RETRY_EXC_ERR) {
+    proto::RecvEntry used;
+    if (in.uses_recv) q.view->recvs.pop(used);
+    q.view->arrivals.push(in.arrival);
+    wake(q);
+  }
+  proto::LinkOpReply rep{in.status, in.status == VRDMA_WC_SUCCESS ? in.byte_len : 0, in.old};
+  link_send(in.from, LinkType::op_reply, in.req, rep);
+}
+
+}  // namespace rb::vrdma

@@ -1,0 +1,211 @@
+"""vrdma across two hosts: a router daemon in each of two network namespaces joined by veth
+(tests/netns/testbed.py), linked over libfabric's tcp provider (--listen, --fabric). rdmabench's
+server runs on host a's router and its client on host b's; every op crosses the veth as RMA
+between the routers or as ops the target's router carries out. Needs root (skips otherwise)."""
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, rdmabench_path, run, wait_for_text
+
+sys.path.insert(0, str(ROOT / "tests" / "netns"))
+import testbed  # noqa: E402
+
+VRDMAD = str(Path(rdmabench_path()).parent / "vrdmad")
+CTL = str(Path(rdmabench_path()).parent / "vrdmactl")
+ROUTER_PORT = 7480
+ITERS = 300
+CMD_TIMEOUT = 60
+
+
+class Hosts:
+    """The bed, a router per namespace, and how to run a program on either host."""
+
+    def __init__(self, bed, d):
+        self.bed, self.dir, self.routers = bed, d, {}
+
+    def start_router(self, side):
+        sock, log = self.dir / f"{side}.sock", self.dir / f"{side}.log"
+        log.write_text("")
+        argv = [VRDMAD, "--socket", str(sock), "--listen", f"{self.bed.addr(1, side)}:{ROUTER_PORT}",
+                "--fabric", "ofi:tcp"]
+        self.routers[side] = subprocess.Popen(self.bed.exec_argv(side, argv), stderr=open(log, "a"),
+                                              stdout=subprocess.DEVNULL)
+        wait_for_text(log, "serving on")
+
+    def log(self, side):
+        return (self.dir / f"{side}.log").read_text()
+
+    def argv(self, side, argv):
+        return self.bed.exec_argv(side, ["env", f"VRDMA_SOCKET={self.dir / f'{side}.sock'}", *argv])
+
+    def stop(self):
+        for p in self.routers.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    ok, why = testbed.available()
+    if not ok:
+        pytest.skip(f"netns test bed: {why}")
+    testbed.reap_stale()
+    d = Path(tempfile.mkdtemp(prefix="vrdma-hosts-"))
+    with testbed.Testbed(rails=1) as bed:
+        h = Hosts(bed, d)
+        try:
+            for side in "ab":
+                h.start_router(side)
+            yield h
+        finally:
+            h.stop()
+    subprocess.run(["rm", "-rf", str(d)])
+
+
+@contextlib.contextmanager
+def server(h, port):
+    proc = subprocess.Popen(h.argv("a", [rdmabench_path(), "--server", "--once", "-q", "--addr",
+                                         f"{h.bed.addr(1, 'a')}:{port}"]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def client(h, port, args, out=None):
+    argv = [rdmabench_path(), "--addr", f"{h.bed.addr(1, 'a')}:{port}", "-t", "vrdma", "--timeout", "5", *args]
+    if out:
+        argv += ["--json", str(out)]
+    return run(h.argv("b", argv), timeout=CMD_TIMEOUT)
+
+
+RUNS = {
+    "write-bw": ["--op", "write", "--mode", "bw", "--size", "64,64K,1M"],
+    "read-bw": ["--op", "read", "--mode", "bw", "--size", "64,64K"],
+    # 64 B rides in the op; 64 KiB is pulled by the target's router with READs.
+    "send-bw": ["--op", "send", "--mode", "bw", "--size", "64,64K"],
+    "send-lat": ["--op", "send", "--mode", "lat", "--size", "64"],
+    "write-imm-lat": ["--op", "write-imm", "--mode", "lat", "--size", "64,64K"],
+    "imm-bw": ["--op", "write-imm,send-imm", "--mode", "bw", "--size", "64"],
+    "atomics": ["--op", "fadd,cswap", "--mode", "bw"],
+    "atomics-lat": ["--op", "fadd", "--mode", "lat"],
+    "threads": ["--op", "write,read", "--mode", "bw", "--size", "4K", "--threads", "2", "--qps", "2"],
+    "bidir": ["--op", "write", "--mode", "bw", "--size", "4K", "--bidir"],
+    "event": ["--op", "send", "--mode", "lat", "--size", "64", "--event"],
+}
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_validated_run_across_hosts(hosts, free_port, tmp_path, name):
+    out = tmp_path / "r.jsonl"
+    before = hosts.bed.traffic(1, "b")
+    with server(hosts, free_port) as srv:
+        r = client(hosts, free_port, [*RUNS[name], "--iters", str(ITERS), "--validate"], out)
+        assert r.returncode == 0, r.stderr
+        assert srv.wait(timeout=10) == 0, srv.stderr.read()
+    recs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    assert recs and all(rec["transport"] == "vrdma" and rec["params"]["validate"] for rec in recs)
+    for rec in recs:
+        assert rec["results"]["iterations"] >= ITERS
+    payload = sum(rec["results"]["bytes"] for rec in recs if rec["mode"] == "bw")
+    assert hosts.bed.traffic(1, "b") - before >= payload  # the bytes crossed the veth
+
+
+def stats(h, side):
+    r = run(h.bed.exec_argv(side, [CTL, "--socket", str(h.dir / f"{side}.sock"), "stats"]), timeout=10)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_the_routers_link_learned_each_other(hosts):
+    """No peer list was given: each router learned the other from the QP addresses, and says so."""
+    for side, other in (("a", "b"), ("b", "a")):
+        assert f"at router {hosts.bed.addr(1, other)}:{ROUTER_PORT}" in hosts.log(side)
+        links = [l for l in stats(hosts, side).splitlines() if l.startswith("link:")]
+        assert any(f"router {hosts.bed.addr(1, other)}:{ROUTER_PORT} (learned) heard" in l for l in links), links
+
+
+def test_a_peer_router_is_linked_at_start(hosts):
+    """--peer: the link forms before any QP asks for it; the peer answers the greeting."""
+    sock, log = hosts.dir / "p.sock", hosts.dir / "p.log"
+    log.write_text("")
+    argv = [VRDMAD, "--socket", str(sock), "--listen", f"{hosts.bed.addr(1, 'b')}:{ROUTER_PORT + 1}",
+            "--peer", f"{hosts.bed.addr(1, 'a')}:{ROUTER_PORT}"]
+    p = subprocess.Popen(hosts.bed.exec_argv("b", argv), stderr=open(log, "a"), stdout=subprocess.DEVNULL)
+    try:
+        wait_for_text(log, "serving on")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            r = run(hosts.bed.exec_argv("b", [CTL, "--socket", str(sock), "stats"]), timeout=10)
+            if f"router {hosts.bed.addr(1, 'a')}:{ROUTER_PORT} (--peer) heard" in r.stdout:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(r.stdout)
+        assert f"router {hosts.bed.addr(1, 'b')}:{ROUTER_PORT + 1} (learned) heard" in stats(hosts, "a")
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def test_a_router_without_listen_refuses_a_remote_peer(hosts, free_port, tmp_path):
+    """A client whose router has no --listen cannot reach a QP on another host: the connect fails
+    with the reason, and the run ends with an error instead of hanging."""
+    sock, log = hosts.dir / "c.sock", hosts.dir / "c.log"
+    log.write_text("")
+    lone = subprocess.Popen(hosts.bed.exec_argv("b", [VRDMAD, "--socket", str(sock)]), stderr=open(log, "a"),
+                            stdout=subprocess.DEVNULL)
+    try:
+        wait_for_text(log, "serving on")
+        with server(hosts, free_port):
+            argv = [rdmabench_path(), "--addr", f"{hosts.bed.addr(1, 'a')}:{free_port}", "-t", "vrdma",
+                    "--timeout", "5", "--op", "write", "--iters", "100"]
+            r = run(hosts.bed.exec_argv("b", ["env", f"VRDMA_SOCKET={sock}", *argv]), timeout=CMD_TIMEOUT)
+        assert r.returncode != 0
+        assert "no --listen" in r.stderr, r.stderr
+    finally:
+        lone.kill()
+        lone.wait(timeout=10)
+
+
+def test_a_killed_router_fails_the_peer_host_run(hosts, free_port):
+    """kill -9 of the server host's router mid-stream: the client on the other host ends with an
+    error in bounded time (its router gives up on the link), never hangs; a restarted router
+    serves again."""
+    with server(hosts, free_port):
+        c = subprocess.Popen(hosts.argv("b", [rdmabench_path(), "--addr", f"{hosts.bed.addr(1, 'a')}:{free_port}",
+                                             "-t", "vrdma", "--timeout", "5", "--op", "write", "--mode", "bw",
+                                             "--size", "4K", "--duration", "30"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(2.0)
+            assert c.poll() is None, c.communicate()
+            hosts.routers["a"].kill()
+            t0 = time.monotonic()
+            _, err = c.communicate(timeout=20)
+            elapsed = time.monotonic() - t0
+        finally:
+            if c.poll() is None:
+                c.kill()
+    assert c.returncode != 0, err
+    print(f"client ended {elapsed:.2f} s after the kill: {err.strip().splitlines()[-1]}")
+    assert elapsed < 12, elapsed
+    hosts.routers["a"].wait(timeout=10)
+    (hosts.dir / "a.sock").unlink(missing_ok=True)  # SIGKILL left it behind
+    hosts.start_router("a")
+    port = free_port + 1
+    with server(hosts, port) as srv:
+        r = client(hosts, port, ["--op", "write", "--mode", "bw", "--size", "4K", "--iters", "200", "--validate"])
+        assert r.returncode == 0, r.stderr
+        assert srv.wait(timeout=10) == 0

@@ -1,0 +1,92 @@
+// Messages between routers of different hosts, and the addresses routers listen at: parsed with
+// bounds checks before a field is used.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "vrdma/proto/link.hh"
+
+namespace rb::vrdma::proto {
+namespace {
+
+LinkHeader header() {
+  LinkHeader h;
+  h.from_router = 0x1122334455667788;
+  std::string why;
+  h.from = *parse_router_address("10.77.1.1:7480", &why);
+  h.req = 99;
+  return h;
+}
+
+TEST(VrdmaLink, OpRoundTripsWithItsInlinePayload) {
+  LinkOp op;
+  op.from_qp = 1;
+  op.to_qp = 2;
+  op.len = 5;
+  std::vector<uint8_t> bytes;
+  const uint8_t payload[5] = {1, 2, 3, 4, 5};
+  encode_link(bytes, header(), LinkType::op, op, payload);
+  std::string why;
+  auto m = parse_link(bytes, &why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->type(), LinkType::op);
+  EXPECT_EQ(m->h.req, 99u);
+  EXPECT_EQ(to_string(m->h.from), "10.77.1.1:7480");
+  EXPECT_EQ(m->as<LinkOp>().to_qp, 2u);
+  EXPECT_EQ(std::vector<uint8_t>(m->tail.begin(), m->tail.end()), std::vector<uint8_t>(payload, payload + 5));
+}
+
+TEST(VrdmaLink, RefusesPayloadsThatDoNotMatchTheOp) {
+  LinkOp op;
+  op.len = 6;  // says 6, carries 5
+  std::vector<uint8_t> bytes;
+  const uint8_t payload[5] = {};
+  encode_link(bytes, header(), LinkType::op, op, payload);
+  std::string why;
+  EXPECT_FALSE(parse_link(bytes, &why));
+  op.len = 5;
+  op.npieces = 1;  // pulled ops carry no payload
+  encode_link(bytes, header(), LinkType::op, op, payload);
+  EXPECT_FALSE(parse_link(bytes, &why));
+  op.npieces = kMaxSge + 1;
+  op.len = 0;
+  encode_link(bytes, header(), LinkType::op, op);
+  EXPECT_FALSE(parse_link(bytes, &why));
+  // Only an op has a tail.
+  encode_link(bytes, header(), LinkType::revoke, LinkRevoke{5}, payload);
+  EXPECT_FALSE(parse_link(bytes, &why));
+  EXPECT_NE(why.find("too many"), std::string::npos) << why;
+}
+
+TEST(VrdmaLink, RandomBytesAreRefusedOrParsedWithinBounds) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> good;
+  encode_link(good, header(), LinkType::key_reply, LinkKey{});
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<uint8_t> b = good;
+    b[rng() % b.size()] ^= uint8_t(1u << (rng() % 8));
+    if (rng() % 4 == 0) b.resize(rng() % (b.size() + 8));
+    std::string why;
+    auto m = parse_link(b, &why);
+    if (m) EXPECT_LE(sizeof(LinkHeader) + m->body.size() + m->tail.size(), b.size());
+    else EXPECT_FALSE(why.empty());
+  }
+}
+
+TEST(VrdmaLink, RouterAddressesAreNumericHostAndPort) {
+  std::string why;
+  auto v4 = parse_router_address("127.0.0.1:7480", &why);
+  ASSERT_TRUE(v4) << why;
+  EXPECT_EQ(v4->port, 7480);
+  EXPECT_EQ(to_string(*v4), "127.0.0.1:7480");
+  auto v6 = parse_router_address("[::1]:9", &why);
+  ASSERT_TRUE(v6) << why;
+  EXPECT_EQ(to_string(*v6), "[::1]:9");
+  for (const char* bad : {"localhost:7480", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:x", ":7480"}) {
+    EXPECT_FALSE(parse_router_address(bad, &why)) << bad;
+    EXPECT_NE(why.find(bad), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace rb::vrdma::proto
