@@ -22,8 +22,9 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
 
   --socket PATH   the Unix socket clients connect to (default: $VRDMA_SOCKET, else
                   $XDG_RUNTIME_DIR/vrdma.sock, else /run/vrdma/vrdma.sock)
-  --config FILE   tenants (TOML, [[tenant]] entries: name, uids, rate_bytes, rate_ops, max_qps,
-                  max_reg_bytes, path); without it every uid is a tenant of its own, unlimited
+  --config FILE   tenants (TOML, [[tenant]] entries: name, uids, rate_bytes, rate_ops,
+                  qp_rate_bytes, qp_rate_ops, max_qps, max_reg_bytes, path); without it
+                  every uid is a tenant of its own, unlimited
   --listen HOST:PORT  where the routers of other hosts reach this one (a numeric address);
                   QPs whose peers are on other hosts take the router path over it
   --fabric ofi:PROVIDER  the libfabric provider routers talk over (default ofi:tcp, i.e.

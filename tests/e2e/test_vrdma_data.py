@@ -122,3 +122,19 @@ def test_a_rate_limited_tenant_gets_its_rate_while_another_runs_unthrottled(rdma
     assert stats["limited"]["errors"] == 0 and stats["free"]["errors"] == 0
     assert stats["limited"]["routed_ops"] > 0 and stats["limited"]["throttled_ms"] > 1000  # its requests waited
     assert stats["free"]["routed_ops"] == 0  # the direct path: the router moved none of its bytes
+
+
+def test_each_qp_gets_its_own_rate(rdmabench, router, world):
+    """qp_rate_ops limits every QP of the tenant by itself: two threads (a QP each) both land
+    within 10% of the per-QP rate, so the tenant gets twice it."""
+    limit = 10000
+    r = router(f'[[tenant]]\nname = "perqp"\nuids = [{os.geteuid()}]\nqp_rate_ops = {limit}\n')
+    out = world / "r.jsonl"
+    p = run([rdmabench, "-t", "vrdma", "-o", f"socket={r.sock}", "--op", "write", "--size", "64", "--duration", "2",
+             "--depth", "64", "--threads", "2", "--json", str(out)], timeout=60)
+    assert p.returncode == 0, p.stderr
+    import json
+    rec = json.loads(out.read_text().splitlines()[0])
+    rates = [t["mops"] * 1e6 for t in rec["results"]["per_thread"]]
+    assert len(rates) == 2 and all(abs(x - limit) <= 0.1 * limit for x in rates), rates
+    assert r.stats()["perqp"]["throttled_ms"] > 500

@@ -19,6 +19,12 @@ max_reg_bytes = "64M"
 name = "beta"
 uids = [0]
 path = "router"
+
+[[tenant]]
+name = "gamma"
+uids = [7]
+qp_rate_ops = 1000
+qp_rate_bytes = "10M"
 )";
 
 TEST(VrdmaTenants, ParsesLimitsAndFindsTenantsByUid) {
@@ -33,6 +39,12 @@ TEST(VrdmaTenants, ParsesLimitsAndFindsTenantsByUid) {
   EXPECT_EQ(a->max_reg_bytes, 64ull << 20);
   EXPECT_TRUE(a->direct);
   EXPECT_TRUE(a->rate_limited());
+  EXPECT_EQ(a->qp_rate_ops, 0u);
+  auto g = t->of_uid(7);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->qp_rate_ops, 1000u);
+  EXPECT_EQ(g->qp_rate_bytes, 10ull << 20);
+  EXPECT_TRUE(g->rate_limited());  // a per-QP limit alone puts the tenant on the router path
   auto b = t->of_uid(0);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->name, "beta");
@@ -65,6 +77,7 @@ TEST(VrdmaTenants, EveryRefusalNamesTheFieldAndTheRule) {
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[-1]\n", "tenant[0].uids");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nmax_qps=-2\n", "tenant[0].max_qps");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nrate_bytes=\"lots\"\n", "tenant[0].rate_bytes");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nqp_rate_ops=-5\n", "tenant[0].qp_rate_ops");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\npath=\"fast\"\n", "tenant[0].path");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nturbo=1\n", "unknown key \"turbo\"");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\n[[tenant]]\nname=\"a\"\nuids=[2]\n", "\"a\" names two tenants");

@@ -190,13 +190,21 @@ class Mover {
 
 }  // namespace
 
-bool tokens_ready(TenantUsage& u, const Tenant& t, int64_t now) {
+bool TokenBuckets::ready(uint64_t rate_ops, uint64_t rate_bytes, int64_t now) {
+  if (!rate_ops && !rate_bytes) return true;
+  double dt = refill_ns ? double(now - refill_ns) * 1e-9 : kBurstS;
+  refill_ns = now;
+  if (rate_ops) ops = std::min(ops + dt * double(rate_ops), std::max(1.0, double(rate_ops) * kBurstS));
+  if (rate_bytes) bytes = std::min(bytes + dt * double(rate_bytes), double(rate_bytes) * kBurstS);
+  return (!rate_ops || ops > 0) && (!rate_bytes || bytes > 0);
+}
+
+bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now) {
   if (!t.rate_limited()) return true;
-  double dt = u.refill_ns ? double(now - u.refill_ns) * 1e-9 : kBurstS;
-  u.refill_ns = now;
-  if (t.rate_ops) u.tok_ops = std::min(u.tok_ops + dt * double(t.rate_ops), std::max(1.0, t.rate_ops * kBurstS));
-  if (t.rate_bytes) u.tok_bytes = std::min(u.tok_bytes + dt * double(t.rate_bytes), t.rate_bytes * kBurstS);
-  return (!t.rate_ops || u.tok_ops > 0) && (!t.rate_bytes || u.tok_bytes > 0);
+  // Both refill whether or not the other is ready, so time is never lost to either.
+  bool tenant = u.tokens.ready(t.rate_ops, t.rate_bytes, now);
+  bool qp = q.tokens.ready(t.qp_rate_ops, t.qp_rate_bytes, now);
+  return tenant && qp;
 }
 
 void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes) {
@@ -204,8 +212,8 @@ void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes) {
     u.throttled_ns += uint64_t(now - q.throttled_since_ns);
     q.throttled_since_ns = 0;
   }
-  u.tok_ops -= 1;
-  u.tok_bytes -= double(bytes);
+  u.tokens.take(bytes);
+  q.tokens.take(bytes);
   ++u.ops_moved;
   u.bytes_moved += bytes;
 }
@@ -266,7 +274,7 @@ bool Router::pump_qp(QpEntry& q) {
     if (flushing) {
       o.status = VRDMA_WC_WR_FLUSH_ERR;
     } else {
-      if (!tokens_ready(u, me.tenant, now)) {
+      if (!tokens_ready(u, q, me.tenant, now)) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
         deferred_ = true;
         break;

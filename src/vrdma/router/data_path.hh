@@ -26,8 +26,8 @@ inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_
   return mr ? mr->mem.data() + (addr - mr->va) : nullptr;
 }
 
-// Refills the tenant's buckets for the time passed; true when a request may go now.
-bool tokens_ready(TenantUsage& u, const Tenant& t, int64_t now);
+// Refills the tenant's buckets and the QP's for the time passed; true when a request may go now.
+bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now);
 // Charges a request that went.
 void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes);
 

@@ -46,7 +46,7 @@ bool Router::pump_remote(QpEntry& q) {
       o.done = true;
       o.status = VRDMA_WC_WR_FLUSH_ERR;
     } else {
-      if (!tokens_ready(u, me.tenant, now)) {
+      if (!tokens_ready(u, q, me.tenant, now)) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
         break;
       }

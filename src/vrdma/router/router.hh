@@ -50,6 +50,19 @@ struct MemoryRegionEntry {
   std::unique_ptr<FabricMr> fabric;  // its registration with the routers' fabric (with --listen)
 };
 
+// Token buckets for an ops rate and a bytes rate, refilled as time passes; each holds 50 ms of
+// its rate. A request goes when both have tokens, and takes its share (a bucket may go below 0:
+// a large request is paid for by the wait after it).
+struct TokenBuckets {
+  double ops = 0, bytes = 0;
+  int64_t refill_ns = 0;
+  bool ready(uint64_t rate_ops, uint64_t rate_bytes, int64_t now);
+  void take(uint32_t nbytes) {
+    ops -= 1;
+    bytes -= double(nbytes);
+  }
+};
+
 // A QP whose peer is on another host: the link state of its router-path requests.
 struct RemoteOut {  // a request of ours in flight to the peer's router
   uint64_t wr_id = 0;
@@ -99,6 +112,7 @@ struct QpEntry {
   std::optional<QpView> view;  // router path: its four rings, as the router uses them
   int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
   int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
+  TokenBuckets tokens;             // router path: the tenant's per-QP rates
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
@@ -117,8 +131,7 @@ struct TenantUsage {
   uint64_t requests = 0, errors = 0, refused_clients = 0;
   // Router path.
   uint64_t ops_moved = 0, bytes_moved = 0, throttled_ns = 0;
-  double tok_ops = 0, tok_bytes = 0;  // token buckets (rate_ops, rate_bytes), refilled as time passes
-  int64_t refill_ns = 0;
+  TokenBuckets tokens;  // rate_ops, rate_bytes
 };
 
 class Router final : private LinkSink {

@@ -40,10 +40,12 @@ Result<uint64_t> count_field(const toml::node* n, const std::string& where, uint
 }
 
 Result<Tenant> tenant_of(const toml::table& t, const std::string& where) {
-  static const std::set<std::string> known = {"name", "uids", "rate_bytes", "rate_ops", "max_qps", "max_reg_bytes", "path"};
+  static const std::set<std::string> known = {"name", "uids", "rate_bytes", "rate_ops", "qp_rate_bytes",
+                                              "qp_rate_ops", "max_qps", "max_reg_bytes", "path"};
   for (auto&& [k, v] : t)
     if (!known.count(std::string(k.str())))
-      return bad(where, fmt::format("unknown key \"{}\" (keys: name, uids, rate_bytes, rate_ops, max_qps, max_reg_bytes, path)",
+      return bad(where, fmt::format("unknown key \"{}\" (keys: name, uids, rate_bytes, rate_ops, qp_rate_bytes, qp_rate_ops, "
+                                                "max_qps, max_reg_bytes, path)",
                                     k.str()));
   Tenant out;
   auto name = t["name"].value<std::string>();
@@ -65,6 +67,9 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where) {
   uint64_t qps = 0;
   if (Status s = take(size_field(t.get("rate_bytes"), where + ".rate_bytes"), out.rate_bytes); !s) return s;
   if (Status s = take(count_field(t.get("rate_ops"), where + ".rate_ops", 1ull << 40), out.rate_ops); !s) return s;
+  if (Status s = take(size_field(t.get("qp_rate_bytes"), where + ".qp_rate_bytes"), out.qp_rate_bytes); !s) return s;
+  if (Status s = take(count_field(t.get("qp_rate_ops"), where + ".qp_rate_ops", 1ull << 40), out.qp_rate_ops); !s)
+    return s;
   if (Status s = take(count_field(t.get("max_qps"), where + ".max_qps", 1u << 20), qps); !s) return s;
   if (Status s = take(size_field(t.get("max_reg_bytes"), where + ".max_reg_bytes"), out.max_reg_bytes); !s) return s;
   out.max_qps = uint32_t(qps);

@@ -7,6 +7,8 @@
 //   uids = [1000, 1001]
 //   rate_bytes = "1G"      # bytes per second over all its QPs (0 or absent: unlimited)
 //   rate_ops = 100000      # work requests per second (0 or absent: unlimited)
+//   qp_rate_bytes = "100M" # the same, for each of its QPs alone (0 or absent: unlimited)
+//   qp_rate_ops = 10000
 //   max_qps = 16           # (0 or absent: unlimited)
 //   max_reg_bytes = "4G"   # registered memory at once (0 or absent: unlimited)
 //   path = "direct"        # same-host peers: "direct" (the default) or "router"
@@ -25,10 +27,11 @@ struct Tenant {
   std::string name;
   std::vector<uint32_t> uids;
   uint64_t rate_bytes = 0, rate_ops = 0;  // per second; 0: unlimited
+  uint64_t qp_rate_bytes = 0, qp_rate_ops = 0;  // per QP, per second; 0: unlimited
   uint32_t max_qps = 0;                   // 0: unlimited
   uint64_t max_reg_bytes = 0;             // 0: unlimited
   bool direct = true;                     // same-host peers may map each other's regions
-  bool rate_limited() const { return rate_bytes || rate_ops; }
+  bool rate_limited() const { return rate_bytes || rate_ops || qp_rate_bytes || qp_rate_ops; }
 };
 
 class Tenants {
