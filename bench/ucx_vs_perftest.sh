@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rdmabench -t ucx beside ucx_perftest (ucx-utils) over UCX's posix shared memory: 8 B put latency
 # (ucp_put_lat against --op write --mode lat) and 64 B put message rate (ucp_put_bw against
-# --op write --mode bw), with ofi:shm's WRITE beside them. The tools take turns for ROUNDS rounds,
+# --op write --mode bw), with ofi:shm's and vrdma's WRITE beside them (vrdma: a vrdmad of its own,
+# direct path). The tools take turns for ROUNDS rounds,
 # client on CPU 0 and server on CPU 1 for every tool; the medians, and the ratio to ucx_perftest
 # with its range over the rounds, go to bench/RESULTS.md.
 #   bench/ucx_vs_perftest.sh [path/to/rdmabench]
@@ -17,7 +18,12 @@ BW_FLAGS=(--signal 64 --batch 64 --depth 256)
 PORT=${PORT:-13337}
 OUT=bench/RESULTS.md
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+VRDMAD="$(dirname "$BIN")/vrdmad"
+[ -x "$VRDMAD" ] || { echo "ucx_vs_perftest.sh: $VRDMAD not found (build it beside rdmabench)" >&2; exit 1; }
+"$VRDMAD" --socket "$TMP/vrdma.sock" --quiet &
+ROUTER=$!
+trap 'kill $ROUTER 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 50); do [ -S "$TMP/vrdma.sock" ] && break; sleep 0.1; done
 
 command -v ucx_perftest >/dev/null || { echo "ucx_vs_perftest.sh: ucx_perftest not found (apt-get install ucx-utils)" >&2; exit 1; }
 
@@ -40,17 +46,18 @@ ours() {  # transport mode size iters flags... -> "p50_us mops"
 ours_lat() { ours "$1" lat 8 "$LAT_ITERS" | awk '{print $1}'; }
 ours_rate() { ours "$1" bw 64 "$BW_ITERS" "${BW_FLAGS[@]}" | awk '{print $2}'; }
 
-declare -a PL UL OL PR UR OR
+export VRDMA_SOCKET="$TMP/vrdma.sock"
+declare -a PL UL OL VL PR UR OR VR
 for ((r = 0; r < ROUNDS; r++)); do
-  PL+=("$(perftest_lat)"); UL+=("$(ours_lat ucx:posix)"); OL+=("$(ours_lat ofi:shm)")
-  PR+=("$(perftest_rate)"); UR+=("$(ours_rate ucx:posix)"); OR+=("$(ours_rate ofi:shm)")
-  echo "round $((r + 1)): put lat p50 us: ucx_perftest ${PL[-1]}, ucx ${UL[-1]}, ofi:shm ${OL[-1]};" \
-    "64 B rate Mops/s: ucx_perftest ${PR[-1]}, ucx ${UR[-1]}, ofi:shm ${OR[-1]}"
+  PL+=("$(perftest_lat)"); UL+=("$(ours_lat ucx:posix)"); OL+=("$(ours_lat ofi:shm)"); VL+=("$(ours_lat vrdma)")
+  PR+=("$(perftest_rate)"); UR+=("$(ours_rate ucx:posix)"); OR+=("$(ours_rate ofi:shm)"); VR+=("$(ours_rate vrdma)")
+  echo "round $((r + 1)): put lat p50 us: ucx_perftest ${PL[-1]}, ucx ${UL[-1]}, ofi:shm ${OL[-1]}, vrdma ${VL[-1]};" \
+    "64 B rate Mops/s: ucx_perftest ${PR[-1]}, ucx ${UR[-1]}, ofi:shm ${OR[-1]}, vrdma ${VR[-1]}"
 done
 
-table=$(python3 - "${PL[*]}" "${UL[*]}" "${OL[*]}" "${PR[*]}" "${UR[*]}" "${OR[*]}" <<'PY'
+table=$(python3 - "${PL[*]}" "${UL[*]}" "${OL[*]}" "${VL[*]}" "${PR[*]}" "${UR[*]}" "${OR[*]}" "${VR[*]}" <<'PY'
 import statistics, sys
-pl, ul, ol, pr, ur, orr = ([float(x) for x in a.split()] for a in sys.argv[1:])
+pl, ul, ol, vl, pr, ur, orr, vr = ([float(x) for x in a.split()] for a in sys.argv[1:])
 def row(tool, lat, rate):
     lr = [a / b for a, b in zip(lat, pl)]
     rr = [a / b for a, b in zip(rate, pr)]
@@ -61,6 +68,7 @@ def row(tool, lat, rate):
 print(row("ucx_perftest (posix)", pl, pr))
 print(row("rdmabench -t ucx:posix", ul, ur))
 print(row("rdmabench -t ofi:shm", ol, orr))
+print(row("rdmabench -t vrdma (direct path)", vl, vr))
 PY
 )
 echo "$table"
@@ -69,7 +77,7 @@ echo "$table"
   echo "8 B put latency (ucx_perftest \`ucp_put_lat\`, rdmabench \`--op write --mode lat --size 8\`, ${LAT_ITERS} iterations)"
   echo "and 64 B put message rate (\`ucp_put_bw\`, \`--op write --mode bw --size 64 ${BW_FLAGS[*]}\`, ${BW_ITERS} puts)."
   echo "Both tools use UCX's posix shared memory (UCX_TLS=posix, \`-t ucx:posix\`); ofi:shm is libfabric's shm"
-  echo "provider on the same path. Client on CPU 0, server on CPU 1 for every tool; the tools take turns for"
+  echo "provider on the same path, vrdma this project's virtual RDMA (a vrdmad of its own, direct path). Client on CPU 0, server on CPU 1 for every tool; the tools take turns for"
   echo "${ROUNDS} rounds. Latency is one-way (half the round trip) p50 in microseconds; rate is millions of puts"
   echo "per second; ratios are to ucx_perftest of the same round, median (min-max). This machine's two"
   echo "vCPUs move between a fast and a slow placement (one-way latency 0.075 or about 0.25 us for"
