@@ -19,6 +19,8 @@ import testbed  # noqa: E402
 
 VRDMAD = str(Path(rdmabench_path()).parent / "vrdmad")
 CTL = str(Path(rdmabench_path()).parent / "vrdmactl")
+ATTACK = str(Path(rdmabench_path()).parent / "vrdma_attack")
+NOBODY = 65534
 ROUTER_PORT = 7480
 ITERS = 300
 CMD_TIMEOUT = 60
@@ -59,6 +61,7 @@ def hosts():
         pytest.skip(f"netns test bed: {why}")
     testbed.reap_stale()
     d = Path(tempfile.mkdtemp(prefix="vrdma-hosts-"))
+    d.chmod(0o755)  # a client of another uid reaches the sockets too
     with testbed.Testbed(rails=1) as bed:
         h = Hosts(bed, d)
         try:
@@ -157,6 +160,29 @@ def test_a_peer_router_is_linked_at_start(hosts):
     finally:
         p.kill()
         p.wait(timeout=10)
+
+
+def test_another_tenant_on_another_host_reaches_nothing(hosts):
+    """A client of another tenant (uid nobody) on host b cannot connect to a tenant's QP on host
+    a: a's router answers as if no such QP existed; its writes and reads with the stolen key
+    fail; the victim's memory is unchanged."""
+    info = hosts.dir / "victim.txt"
+    victim = subprocess.Popen(hosts.argv("a", [ATTACK, str(hosts.dir / "a.sock"), "victim", str(info)]),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not (info.exists() and info.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # Into the namespace as root, then down to nobody (setpriv, util-linux).
+    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    a = run(hosts.bed.exec_argv("b", [*as_nobody, ATTACK, str(hosts.dir / "b.sock"), "attack", str(info), "1000"]),
+            timeout=120)
+    assert a.returncode == 0, a.stdout + a.stderr
+    lines = a.stdout.splitlines()
+    assert "connect errno=2" in lines, a.stdout
+    assert "writes ok=0 failed=1000" in lines and "reads ok=0 failed=1000" in lines, a.stdout
+    out, _ = victim.communicate(input="", timeout=30)
+    sums = [l for l in out.splitlines() if l.startswith("checksum")]
+    assert len(sums) == 2 and sums[0] == sums[1], out
 
 
 def test_a_router_without_listen_refuses_a_remote_peer(hosts, free_port, tmp_path):

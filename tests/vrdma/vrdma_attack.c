@@ -73,8 +73,10 @@ static int attack(struct vrdma_context* ctx, const char* file, long n) {
   unsigned rkey;
   unsigned long long va;
   char hex[2 * VRDMA_ADDRESS_BYTES + 1];
+  char format[32];
+  snprintf(format, sizeof format, "%%u %%llu %%%ds", 2 * VRDMA_ADDRESS_BYTES);
   FILE* f = fopen(file, "r");
-  if (!f || fscanf(f, "%u %llu %32s", &rkey, &va, hex) != 3) return 1;
+  if (!f || fscanf(f, format, &rkey, &va, hex) != 3) return 1;
   fclose(f);
   unsigned char addr[VRDMA_ADDRESS_BYTES];
   for (int i = 0; i < VRDMA_ADDRESS_BYTES; ++i) sscanf(hex + 2 * i, "%2hhx", &addr[i]);
