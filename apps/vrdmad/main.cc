@@ -18,7 +18,7 @@
 namespace {
 
 constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the software NIC)
-  vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]...] [--quiet]
+  vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]...] [--threads N] [--quiet]
 
   --socket PATH   the Unix socket clients connect to (default: $VRDMA_SOCKET, else
                   $XDG_RUNTIME_DIR/vrdma.sock, else /run/vrdma/vrdma.sock)
@@ -31,6 +31,8 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
                   tcp;ofi_rxm; ofi:verbs or ofi:efa where such a NIC is)
   --peer HOST:PORT  another host's router to link with at start (repeatable); routers named in
                   QP addresses are linked when a QP connects, peers or not
+  --threads N     threads moving router-path bytes (default 1: the control thread does it
+                  too; N > 1: N threads of their own share the same-host QPs)
   --quiet         no log lines
   --version       print the version
 Stops on SIGINT or SIGTERM, removing its socket.
@@ -68,6 +70,13 @@ int main(int argc, char** argv) {
       return 0;
     } else if (a == "--quiet" || a == "-q") {
       opts.quiet = true;
+    } else if (a == "--threads") {
+      const std::string* v = value();
+      char* end = nullptr;
+      long n = v ? std::strtol(v->c_str(), &end, 10) : 0;
+      if (!v || *end || n < 1 || n > 64)
+        return usage_error(fmt::format("--threads {}: give 1 to 64 threads", v ? *v : std::string("(nothing)")));
+      opts.threads = int(n);
     } else if (a == "--socket" || a == "--config" || a == "--listen" || a == "--fabric" ||
                a == "--peer") {
       const std::string* v = value();

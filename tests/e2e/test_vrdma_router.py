@@ -32,7 +32,7 @@ def world():
 
 
 class Router:
-    def __init__(self, d, config=None):
+    def __init__(self, d, config=None, extra=()):
         self.sock = str(d / "vrdma.sock")
         self.log = d / "vrdmad.log"
         cmd = [VRDMAD, "--socket", self.sock]
@@ -40,6 +40,7 @@ class Router:
             cfg = d / "tenants.toml"
             cfg.write_text(config)
             cmd += ["--config", str(cfg)]
+        cmd += list(extra)
         self.proc = subprocess.Popen(cmd, stderr=open(self.log, "w"), stdout=subprocess.DEVNULL)
         wait_for_text(self.log, "serving on")
 
@@ -61,8 +62,8 @@ class Router:
 def router(world):
     started = []
 
-    def start(config=None):
-        r = Router(world, config)
+    def start(config=None, extra=()):
+        r = Router(world, config, extra)
         started.append(r)
         return r
 
@@ -211,7 +212,8 @@ def test_bad_input_is_one_line_and_exit_2(world):
                         (["--listen", "127.0.0.1:7480", "--fabric", "tcp"], "--fabric tcp"),
                         (["--fabric", "ofi:tcp"], "--fabric needs --listen"),
                         (["--peer", "127.0.0.1:7481"], "--peer needs --listen"),
-                        (["--listen", "127.0.0.1:7480", "--peer", "somewhere"], "--peer somewhere")):
+                        (["--listen", "127.0.0.1:7480", "--peer", "somewhere"], "--peer somewhere"),
+                        (["--threads", "0"], "--threads 0"), (["--threads", "two"], "--threads two")):
         r = run([VRDMAD, "--socket", str(world / "s"), *argv], timeout=10)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and named in r.stderr, (argv, r.stderr)
     assert not (world / "s").exists()
@@ -229,3 +231,17 @@ def test_an_idle_router_sleeps(router):
     before = cpu_seconds(r.proc.pid)
     time.sleep(1.0)
     assert cpu_seconds(r.proc.pid) - before <= 0.02
+
+
+def test_data_threads_share_the_router_path(router, rdmabench):
+    """--threads 2: two threads of their own move the same-host router-path QPs, each its share;
+    a validated run of every op with two connections comes out right, and the stats say so."""
+    r = router(extra=["--threads", "2"])
+    p = run([rdmabench, "-t", "vrdma:router", "-o", f"socket={r.sock}", "--op", "write,read,send,fadd,write-imm",
+             "--size", "64,64K", "--iters", "2000", "--threads", "2", "--validate"], timeout=120)
+    assert p.returncode == 0, p.stderr
+    line = next(l for l in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout.splitlines()
+                if l.startswith("router:"))
+    turns = [int(x) for x in line.split("busy turns ")[1].rstrip(")").split(",")]
+    assert len(turns) == 2 and all(t > 0 for t in turns), line
+    assert r.stats()[f"uid-{os.geteuid()}"]["routed_ops"] > 0

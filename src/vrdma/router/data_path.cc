@@ -3,6 +3,8 @@
 // the mappings it holds of both regions, and answers in the initiator's CQE ring; SENDs fill the
 // target's posted receives. Tenant rate limits are token buckets: a request without tokens
 // stays at the head of its ring (deferred), never slept on inside the loop.
+#include <sched.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -201,21 +203,25 @@ bool TokenBuckets::ready(uint64_t rate_ops, uint64_t rate_bytes, int64_t now) {
 
 bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now) {
   if (!t.rate_limited()) return true;
+  std::lock_guard lk(u.tokens_mu);  // a tenant's QPs may be on several data threads
   // Both refill whether or not the other is ready, so time is never lost to either.
   bool tenant = u.tokens.ready(t.rate_ops, t.rate_bytes, now);
   bool qp = q.tokens.ready(t.qp_rate_ops, t.qp_rate_bytes, now);
   return tenant && qp;
 }
 
-void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes) {
+void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t bytes) {
   if (q.throttled_since_ns) {
-    u.throttled_ns += uint64_t(now - q.throttled_since_ns);
+    u.throttled_ns.fetch_add(uint64_t(now - q.throttled_since_ns), std::memory_order_relaxed);
     q.throttled_since_ns = 0;
   }
-  u.tokens.take(bytes);
+  if (t.rate_limited()) {
+    std::lock_guard lk(u.tokens_mu);
+    u.tokens.take(bytes);
+  }
   q.tokens.take(bytes);
-  ++u.ops_moved;
-  u.bytes_moved += bytes;
+  u.ops_moved.fetch_add(1, std::memory_order_relaxed);
+  u.bytes_moved.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 bool next_receive(QpEntry& q, proto::RecvEntry& out) {
@@ -231,7 +237,7 @@ void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int st
               bool signaled) {
   if (status != VRDMA_WC_SUCCESS) {
     if (!(q.flags & proto::no_error_state)) q.header()->router_error.store(1, std::memory_order_release);
-    ++u.errors;
+    u.errors.fetch_add(1, std::memory_order_relaxed);
   }
   if (status == VRDMA_WC_SUCCESS && !signaled) return;
   proto::Cqe c;
@@ -242,24 +248,25 @@ void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int st
   q.view->cqes.push(c);
 }
 
-bool Router::pump() {
+bool Router::pump(const std::vector<uint32_t>& list, bool& deferred) {
   bool moved = false;
-  deferred_ = false;
-  for (uint32_t num : routed_) {
+  deferred = false;
+  for (uint32_t num : list) {
     auto it = qps_.find(num);
-    if (it != qps_.end()) moved = pump_qp(it->second) || moved;
+    if (it == qps_.end()) continue;
+    // Cross-host QPs are the control thread's alone (the fabric is), and it is the one here.
+    moved = (it->second.remote ? pump_remote(it->second) : pump_qp(it->second, deferred)) || moved;
   }
   return moved;
 }
 
-bool Router::pump_qp(QpEntry& q) {
-  if (q.remote) return pump_remote(q);
+bool Router::pump_qp(QpEntry& q, bool& deferred_) {
   auto peer_it = qps_.find(q.peer);
   if (!q.view || peer_it == qps_.end() || !peer_it->second.view) return false;
   QpEntry& peer = peer_it->second;
   const Session& me = sessions_.at(q.owner);
   const Session& them = sessions_.at(peer.owner);
-  TenantUsage& u = usage_[me.tenant.name];
+  TenantUsage& u = usage_.at(me.tenant.name);  // never inserts: a data thread only reads the map
   proto::QpHeader* h = q.header();
   proto::SendEntry e;
   int done = 0;
@@ -284,7 +291,7 @@ bool Router::pump_qp(QpEntry& q) {
         deferred_ = true;
         break;
       }
-      charge(u, q, now, o.byte_len);
+      charge(u, q, me.tenant, now, o.byte_len);
     }
     q.view->sends.pop(e);
     complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
@@ -303,16 +310,16 @@ void Router::wake(QpEntry& q) {
   ring(q);
 }
 
-bool Router::work_waiting() const {
-  for (uint32_t num : routed_) {
+bool Router::work_waiting(const std::vector<uint32_t>& list) const {
+  for (uint32_t num : list) {
     auto it = qps_.find(num);
     if (it != qps_.end() && it->second.view && !it->second.view->sends.empty()) return true;
   }
   return false;
 }
 
-void Router::set_parked(bool parked) {
-  for (uint32_t num : routed_) {
+void Router::set_parked(const std::vector<uint32_t>& list, bool parked) {
+  for (uint32_t num : list) {
     auto it = qps_.find(num);
     if (it != qps_.end()) it->second.header()->router_parked.store(parked ? 1 : 0, std::memory_order_relaxed);
   }
@@ -322,5 +329,42 @@ void Router::set_parked(bool parked) {
 // Deferred work (tokens, a receive, room for answers) is looked at again after a millisecond;
 // otherwise the loop sleeps until a client kicks it or a control message comes.
 int Router::park_ms() const { return deferred_ ? 1 : !connects_.empty() ? 50 : -1; }
+
+// A data thread (--threads N > 1): moves its shard of same-host router-path QPs, spinning while
+// they are busy and parking on its own kick eventfd when they are not. It holds its mutex while
+// it moves; the control thread takes every data thread's mutex before it changes anything.
+void Router::run_data(DataThread& d) {
+  epoll_event evs[4];
+  int idle = 0;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    bool moved, deferred = false;
+    {
+      std::lock_guard lk(d.mu);
+      moved = pump(d.qps, deferred);
+      if (moved) d.turns.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < kSpinRounds) {
+      sched_yield();
+      continue;
+    }
+    int timeout;
+    {
+      std::lock_guard lk(d.mu);
+      set_parked(d.qps, true);
+      timeout = work_waiting(d.qps) ? 0 : deferred ? 1 : -1;
+    }
+    int n = epoll_wait(d.epoll.get(), evs, 4, timeout);
+    uint64_t v;
+    while (n > 0 && read(d.kick.get(), &v, sizeof v) > 0) {
+    }
+    std::lock_guard lk(d.mu);
+    set_parked(d.qps, false);
+    idle = 0;
+  }
+}
 
 }  // namespace rb::vrdma

@@ -10,6 +10,7 @@ namespace rb::vrdma {
 
 constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
 constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
+constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
 
 inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -29,7 +30,7 @@ inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_
 // Refills the tenant's buckets and the QP's for the time passed; true when a request may go now.
 bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now);
 // Charges a request that went.
-void charge(TenantUsage& u, QpEntry& q, int64_t now, uint32_t bytes);
+void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t bytes);
 
 // The peer's next receive, skipping those its owner withdrew; left in place. False: none.
 bool next_receive(QpEntry& q, proto::RecvEntry& out);

@@ -143,7 +143,7 @@ void Router::link_connected(const proto::LinkMessage& m) {
   log(fmt::format("QP {:#x} connected to QP {:#x} at router {}", pc.qp, pc.peer_qp, proto::to_string(pc.peer_at)));
   proto::QpConnected c;
   c.router_path = 1;
-  answer(s->second, {proto::encode(proto::Type::qp_connected, pc.seq, c), kick_.get()});
+  answer(s->second, {proto::encode(proto::Type::qp_connected, pc.seq, c), kick_fd_of(q->second)});
 }
 
 // Our QP `qp`, when it is connected to `from_qp` at router `from_router`; else null.

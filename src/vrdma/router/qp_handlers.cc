@@ -61,17 +61,28 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
     route_qp(mine, req.peer_qp_num);
     proto::QpConnected c;
     c.router_path = 1;
-    return {proto::encode(Type::qp_connected, m.h.seq, c), kick_.get()};
+    return {proto::encode(Type::qp_connected, m.h.seq, c), kick_fd_of(mine)};
   }
   mine.peer = req.peer_qp_num;
   return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get(),
           peer->second.doorbell ? peer->second.doorbell.get() : -1};
 }
 
+// Cross-host QPs stay with the control thread (it owns the fabric); with data threads, a
+// same-host QP goes to its peer's thread, or to the next in turn.
 void Router::route_qp(QpEntry& q, uint32_t peer) {
   q.router_path = true;
   q.peer = peer;
-  routed_.push_back(q.num);
+  if (data_.empty() || q.remote) {
+    routed_.push_back(q.num);
+    return;
+  }
+  auto p = qps_.find(peer);
+  q.thread = p != qps_.end() && p->second.thread >= 0 ? p->second.thread : int(next_thread_++ % data_.size());
+  data_[q.thread]->qps.push_back(q.num);
+  // It may be parked, and this QP was not marked for it when it parked: wake it to look.
+  uint64_t one = 1;
+  (void)!write(data_[q.thread]->kick.get(), &one, sizeof one);
 }
 
 Router::Reply Router::grant(Session& s, const proto::Message& m) {
@@ -119,6 +130,7 @@ void Router::release_qp(uint32_t num) {
     }
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
+  if (int t = it->second.thread; t >= 0) std::erase(data_[t]->qps, num);
   keys_in_use_.erase(num);
   qps_.erase(it);
 }

@@ -24,7 +24,7 @@ using proto::LinkType;
 bool Router::pump_remote(QpEntry& q) {
   RemoteQp& r = *q.remote;
   const Session& me = sessions_.at(q.owner);
-  TenantUsage& u = usage_[me.tenant.name];
+  TenantUsage& u = usage_.at(me.tenant.name);
   bool moved = serve_inbound(q);
   moved = retire_remote(q, u) || moved;
   int64_t now = now_ns();
@@ -51,7 +51,7 @@ bool Router::pump_remote(QpEntry& q) {
         break;
       }
       if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
-      charge(u, q, now, o.byte_len);
+      charge(u, q, me.tenant, now, o.byte_len);
     }
     ++r.next_seq;
     q.view->sends.pop(e);

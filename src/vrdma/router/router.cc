@@ -16,12 +16,12 @@
 #include <fmt/format.h>
 
 #include "vrdma/ipc/seqpacket.hh"
+#include "vrdma/router/data_path.hh"
 
 namespace rb::vrdma {
 namespace {
 
 constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60;
-constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
 
 Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", what, std::strerror(errno))}; }
 
@@ -51,7 +51,37 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   return r;
 }
 
+Status Router::start_data_threads() {
+  if (opts_.threads <= 1) return {};
+  stop_data_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!stop_data_) return sys_error("eventfd");
+  for (int i = 0; i < opts_.threads; ++i) {
+    auto d = std::make_unique<DataThread>();
+    d->kick.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    d->epoll.reset(epoll_create1(EPOLL_CLOEXEC));
+    if (!d->kick || !d->epoll) return sys_error("data thread eventfd/epoll");
+    epoll_event k{EPOLLIN, {.u64 = 0}}, st{EPOLLIN, {.u64 = 1}};
+    if (epoll_ctl(d->epoll.get(), EPOLL_CTL_ADD, d->kick.get(), &k) < 0 ||
+        epoll_ctl(d->epoll.get(), EPOLL_CTL_ADD, stop_data_.get(), &st) < 0)
+      return sys_error("epoll_ctl");
+    data_.push_back(std::move(d));
+  }
+  for (auto& d : data_) d->thread = std::thread([this, p = d.get()] { run_data(*p); });
+  return {};
+}
+
+void Router::stop_data_threads() {
+  stopping_.store(true);
+  uint64_t one = 1;
+  if (stop_data_) (void)!write(stop_data_.get(), &one, sizeof one);
+  for (auto& d : data_)
+    if (d->thread.joinable()) d->thread.join();
+}
+
+int Router::kick_fd_of(const QpEntry& q) const { return q.thread >= 0 ? data_[q.thread]->kick.get() : kick_.get(); }
+
 Router::~Router() {
+  stop_data_threads();
   if (listen_) unlink(opts_.socket_path.c_str());
 }
 
@@ -69,28 +99,47 @@ Status Router::run(int stop_fd) {
                                         fabric_->provider())
                           : ""));
   greet_peers();
+  if (Status st = start_data_threads(); !st) return st;
+  struct Stop {
+    Router* r;
+    ~Stop() { r->stop_data_threads(); }
+  } stop{this};
   epoll_event evs[32];
   int idle = 0;
+  // The control thread holds every data thread's mutex while it works, and lets go only to spin
+  // or sleep: data threads read the tables it changes.
+  std::vector<std::unique_lock<std::mutex>> held;
+  for (auto& d : data_) held.emplace_back(d->mu, std::defer_lock);
+  auto hold = [&](bool on) {
+    for (auto& l : held) on ? l.lock() : l.unlock();
+  };
+  hold(true);
   while (true) {
-    // One thread does both: control messages, and the router path's requests. It spins (giving
-    // the core away each turn) while requests come, then parks in epoll_wait: clients kick it
-    // through an eventfd after posting, so an idle router uses no CPU.
+    // With one thread it does both: control messages, and the router path's requests. It spins
+    // (giving the core away each turn) while requests come, then parks in epoll_wait: clients
+    // kick it through an eventfd after posting, so an idle router uses no CPU.
     bool moved = fabric_ && fabric_->poll(*this) > 0;
-    moved = (!routed_.empty() && pump()) || moved;
+    moved = (!routed_.empty() && pump(routed_, deferred_)) || moved;
     if (!connects_.empty()) expire_connects();
     int timeout = 0;
     bool parked = false;
     if (moved) {
       idle = 0;
+      hold(false);  // data threads get their turn while this one is busy too
+      hold(true);
     } else if (!routed_.empty() && ++idle < kSpinRounds) {
+      hold(false);
       sched_yield();
+      hold(true);
     } else {
-      set_parked(true);
+      set_parked(routed_, true);
       parked = true;
-      timeout = work_waiting() || (fabric_ && !fabric_->try_wait()) ? 0 : park_ms();
+      timeout = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : park_ms();
     }
+    if (timeout) hold(false);
     int n = epoll_wait(epoll_.get(), evs, 32, timeout);
-    if (parked) set_parked(false);
+    if (timeout) hold(true);
+    if (parked) set_parked(routed_, false);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("epoll_wait");
     for (int i = 0; i < n; ++i) {
@@ -222,16 +271,15 @@ std::string Router::stats_text() const {
                                 "routed_ops", "routed_bytes", "throttled_ms", "queued");
   // Requests waiting in the send rings of each tenant's router-path QPs.
   std::map<std::string, uint64_t> queued;
-  for (uint32_t num : routed_)
-    if (auto it = qps_.find(num); it != qps_.end() && it->second.view)
-      queued[sessions_.at(it->second.owner).tenant.name] += it->second.view->sends.size();
+  for (const auto& [num, q] : qps_)
+    if (q.router_path && q.view) queued[sessions_.at(q.owner).tenant.name] += q.view->sends.size();
   // The text travels in one packet: tenants past what fits are counted, not shown.
   constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
   size_t left_out = 0;
   for (const auto& [name, u] : usage_) {
     std::string row = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
-                                  name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors,
-                                  u.refused_clients, u.ops_moved, u.bytes_moved, u.throttled_ns / 1000000,
+                                  name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors.load(),
+                                  u.refused_clients, u.ops_moved.load(), u.bytes_moved.load(), u.throttled_ns.load() / 1000000,
                                   queued.count(name) ? queued.at(name) : 0);
     if (out.size() + row.size() > kRoom) ++left_out;
     else out += row;
@@ -243,8 +291,16 @@ std::string Router::stats_text() const {
   getrusage(RUSAGE_SELF, &ru);
   double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
   double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  out += fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs\n", cpu, up,
-                     up > 0 ? 100.0 * cpu / up : 0.0, routed_.size());
+  size_t routed = routed_.size();
+  std::string turns;
+  for (const auto& d : data_) {
+    routed += d->qps.size();
+    turns += fmt::format("{}{}", turns.empty() ? "" : ",", d->turns.load());
+  }
+  out += fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs, {}\n", cpu, up,
+                     up > 0 ? 100.0 * cpu / up : 0.0, routed,
+                     data_.empty() ? std::string("moved by the control thread")
+                                   : fmt::format("{} data threads (busy turns {})", data_.size(), turns));
   return out;
 }
 

@@ -3,6 +3,7 @@
 // mapped to tenants, and own protection domains and memory regions the router creates (a memfd
 // per region, passed to the owner only, never a name in /dev/shm). A client that goes away has
 // everything it owned released; its tenant's usage shrinks with it.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -11,6 +12,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <mutex>
 
 #include "core/shm.hh"
 #include "core/status.hh"
@@ -29,6 +32,9 @@ struct RouterOptions {
   std::string socket_path;
   Tenants tenants;
   bool quiet = false;
+  // Threads moving router-path bytes: 1, the control thread does it too; N > 1, N threads of
+  // their own share the same-host QPs and the control thread keeps the rest.
+  int threads = 1;
   // Routers of other hosts: where this one listens (port 0: it does not) and over what.
   proto::RouterAddress listen;
   std::string fabric = "tcp;ofi_rxm";
@@ -113,6 +119,7 @@ struct QpEntry {
   int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
   int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
   TokenBuckets tokens;             // router path: the tenant's per-QP rates
+  int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
@@ -128,10 +135,20 @@ struct Session {
 
 struct TenantUsage {
   uint64_t clients = 0, pds = 0, mrs = 0, qps = 0, reg_bytes = 0;
-  uint64_t requests = 0, errors = 0, refused_clients = 0;
-  // Router path.
-  uint64_t ops_moved = 0, bytes_moved = 0, throttled_ns = 0;
+  uint64_t requests = 0, refused_clients = 0;
+  // Counted by data threads too.
+  std::atomic<uint64_t> errors{0}, ops_moved{0}, bytes_moved{0}, throttled_ns{0};
+  std::mutex tokens_mu;
   TokenBuckets tokens;  // rate_ops, rate_bytes
+};
+
+// --threads N > 1: a thread moving a shard of the same-host router-path QPs.
+struct DataThread {
+  std::mutex mu;  // held while it moves; the control thread holds every one while it changes state
+  std::vector<uint32_t> qps;
+  UniqueFd kick, epoll;  // clients of its QPs kick it; it parks on epoll (kick and stop)
+  std::atomic<uint64_t> turns{0};  // turns that moved something
+  std::thread thread;
 };
 
 class Router final : private LinkSink {
@@ -169,12 +186,16 @@ class Router final : private LinkSink {
   void release_qp(uint32_t num);
   void ring(const QpEntry& q);
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
-  bool pump();
-  bool pump_qp(QpEntry& q);
+  bool pump(const std::vector<uint32_t>& list, bool& deferred);
+  bool pump_qp(QpEntry& q, bool& deferred);
+  void run_data(DataThread& d);
+  Status start_data_threads();
+  void stop_data_threads();
+  int kick_fd_of(const QpEntry& q) const;
   // How long the loop may sleep: -1 with nothing deferred, else until the next tokens.
   int park_ms() const;
-  void set_parked(bool parked);
-  bool work_waiting() const;
+  void set_parked(const std::vector<uint32_t>& list, bool parked);
+  bool work_waiting(const std::vector<uint32_t>& list) const;
   void wake(QpEntry& q);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
   void route_qp(QpEntry& q, uint32_t peer);
@@ -232,6 +253,10 @@ class Router final : private LinkSink {
   UniqueFd kick_;                    // an eventfd clients write after posting while we are parked
   bool deferred_ = false;            // a request waits for tokens (or a receive)
   std::unique_ptr<Fabric> fabric_;   // to the routers of other hosts (with --listen)
+  std::vector<std::unique_ptr<DataThread>> data_;
+  std::atomic<bool> stopping_{false};
+  UniqueFd stop_data_;               // an eventfd every data thread's epoll holds
+  size_t next_thread_ = 0;
   std::map<uint64_t, PendingConnect> connects_;  // by link request number
   std::map<std::string, PeerLink> peers_;          // by address
   uint64_t next_req_ = 1;
