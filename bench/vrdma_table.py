@@ -22,6 +22,7 @@ RDMABENCH = str(BUILD / "rdmabench")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 LAT_ITERS = int(os.environ.get("LAT_ITERS", "20000"))
 RATE_ITERS = int(os.environ.get("RATE_ITERS", "200000"))
+TPUT_ITERS = 30000
 SIZES = ["4K", "64K", "1M"]
 PIN = ["--cpus", "0", "--server-cpus", "1"]
 
@@ -62,7 +63,8 @@ def rate(row):
 def throughput(row):
     if "--event" in row[1]:
         return None
-    r = one(row[1] + ["--op", "write", "--mode", "bw", "--size", ",".join(SIZES), "--iters", "3000"] + PIN)
+    # Long enough (about 2 GB at 64 KiB) that one slow placement of this VM does not decide it.
+    r = one(row[1] + ["--op", "write", "--mode", "bw", "--size", ",".join(SIZES), "--iters", str(TPUT_ITERS)] + PIN)
     return [x["results"]["gbytes_per_s"] for x in r]
 
 
@@ -166,6 +168,7 @@ def write_section(results, copies, idle):
     ev = med([s["p50"] for s in results["vrdma direct, --event"]["lat"][("send", 64)]])
     rp = med([s["p50"] for s in results["vrdma router path"]["lat"][("send", 64)]])
     d_tput = [med([x[i] for x in d["tput"]]) for i in range(len(SIZES))]
+    d_best = [max(x[i] for x in d["tput"]) for i in range(len(SIZES))]
     lines += ["", "Goals (issue: vrdma), as measured here:", "",
               f"- direct 64 B WRITE p50 {d_p50:.2f} us against ofi:shm 64 B SEND p50 {host_send_p50:.2f} us: "
               f"{d_p50 / host_send_p50:.2f}x (goal: at most 1x); its p99.9 is {d_p999 / d_p50:.1f}x its p50 (goal: at most 5x).",
@@ -173,7 +176,8 @@ def write_section(results, copies, idle):
               f"(goal: at least 5x).",
               f"- `--event` 64 B SEND p50 {ev:.2f} us (goal: under 20 us).",
               f"- 64 KiB and 1 MiB WRITE at {d_tput[1] / copy[1]:.0%} and {d_tput[2] / copy[2]:.0%} of one thread's memcpy "
-              "(goal: at least 70%).",
+              f"(median round; best round {d_best[1] / copy[1]:.0%} and {d_best[2] / copy[2]:.0%}; memcpy is the "
+              "best of its passes) (goal: at least 70%).",
               f"- an idle router used {idle:.2%} of a core over 5 s (goal: under 2%).",
               f"- router path 64 B SEND p50 {rp:.2f} us, {rp / host_send_p50:.2f}x ofi:shm's (goal here: at most 3x; "
               "2x with a router core of its own, not measured here)."]
