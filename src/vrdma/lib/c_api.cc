@@ -53,6 +53,20 @@ bool failed(const rb::vrdma::Call<T>& c) {
   return true;
 }
 
+// A region the router granted, as the public struct a caller holds.
+template <class R>
+vrdma_mr* boxed(vrdma_pd* pd, rb::vrdma::Call<R> r, size_t length) {
+  if (failed(r)) return nullptr;
+  auto* box = new (std::nothrow) MrBox{};
+  if (!box) {
+    set_error(ENOMEM, "out of memory");
+    return nullptr;
+  }
+  box->region = std::move(*r.value);
+  box->pub = {pd, box->region->base, length, box->region->lkey, box->region->rkey};
+  return &box->pub;
+}
+
 }  // namespace
 
 extern "C" {
@@ -93,29 +107,11 @@ int vrdma_dealloc_pd(vrdma_pd* pd) {
 }
 
 vrdma_mr* vrdma_alloc_mr(vrdma_pd* pd, size_t length, unsigned access) {
-  auto r = pd->ctx->impl->alloc_mr(pd->id, length, access);
-  if (failed(r)) return nullptr;
-  auto* box = new (std::nothrow) MrBox{};
-  if (!box) {
-    set_error(ENOMEM, "out of memory");
-    return nullptr;
-  }
-  box->region = std::move(*r.value);
-  box->pub = {pd, box->region->base, length, box->region->lkey, box->region->rkey};
-  return &box->pub;
+  return boxed(pd, pd->ctx->impl->alloc_mr(pd->id, length, access), length);
 }
 
 vrdma_mr* vrdma_reg_mr(vrdma_pd* pd, void* addr, size_t length, unsigned access) {
-  auto r = pd->ctx->impl->reg_mr(pd->id, addr, length, access);
-  if (failed(r)) return nullptr;
-  auto* box = new (std::nothrow) MrBox{};
-  if (!box) {
-    set_error(ENOMEM, "out of memory");
-    return nullptr;
-  }
-  box->region = std::move(*r.value);
-  box->pub = {pd, box->region->base, length, box->region->lkey, box->region->rkey};
-  return &box->pub;
+  return boxed(pd, pd->ctx->impl->reg_mr(pd->id, addr, length, access), length);
 }
 
 int vrdma_dereg_mr(vrdma_mr* mr) {

@@ -34,4 +34,12 @@ void copy_pieces(const Piece* from, int nfrom, const Piece* to, int nto) {
   std::atomic_ref<uint8_t>(*last_dst).store(last_byte, std::memory_order_release);
 }
 
+uint64_t apply_atomic(uint8_t* target, bool fetch_add, uint64_t compare_add, uint64_t swap) {
+  std::atomic_ref<uint64_t> t(*reinterpret_cast<uint64_t*>(target));
+  if (fetch_add) return t.fetch_add(compare_add, std::memory_order_acq_rel);
+  uint64_t old = compare_add;
+  t.compare_exchange_strong(old, swap, std::memory_order_acq_rel);
+  return old;
+}
+
 }  // namespace rb::vrdma

@@ -14,4 +14,8 @@ struct Piece {
 // release: a target polling it (write latency) finds the rest there.
 void copy_pieces(const Piece* from, int nfrom, const Piece* to, int nto);
 
+// A fetch-add (`fetch_add` true) or compare-swap on the 8 aligned bytes at `target`, as the
+// library, the router and another host's router all apply it; the value found there.
+uint64_t apply_atomic(uint8_t* target, bool fetch_add, uint64_t compare_add, uint64_t swap);
+
 }  // namespace rb::vrdma

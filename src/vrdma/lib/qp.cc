@@ -276,14 +276,8 @@ Qp::Outcome Qp::atomic(const vrdma_send_wr& wr) {
   const Grant* g = grant(wr.rkey);
   if (!g || !(g->access & proto::remote_atomic) || wr.remote_addr % 8 || !g->covers(wr.remote_addr, 8))
     return {VRDMA_WC_REM_ACCESS_ERR, 0};
-  std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(g->at(wr.remote_addr)));
-  uint64_t old;
-  if (wr.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
-    old = target.fetch_add(wr.compare_add, std::memory_order_acq_rel);
-  } else {
-    old = wr.compare_add;
-    target.compare_exchange_strong(old, wr.swap, std::memory_order_acq_rel);
-  }
+  uint64_t old = apply_atomic(g->at(wr.remote_addr), wr.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, wr.compare_add,
+                              wr.swap);
   std::memcpy(reinterpret_cast<void*>(wr.sg_list[0].addr), &old, 8);
   return {VRDMA_WC_SUCCESS, 8};
 }

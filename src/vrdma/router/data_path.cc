@@ -110,14 +110,7 @@ class Mover {
     if (n_ != 1 || total_ != 8 || e.remote_addr % 8) return {VRDMA_WC_REM_ACCESS_ERR};
     uint8_t* t = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, 8, proto::remote_atomic);
     if (!t) return {VRDMA_WC_REM_ACCESS_ERR};
-    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(t));
-    uint64_t old;
-    if (e.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
-      old = target.fetch_add(e.compare_add, std::memory_order_acq_rel);
-    } else {
-      old = e.compare_add;
-      target.compare_exchange_strong(old, e.swap, std::memory_order_acq_rel);
-    }
+    uint64_t old = apply_atomic(t, e.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, e.compare_add, e.swap);
     std::memcpy(pieces_[0].p, &old, 8);
     return {VRDMA_WC_SUCCESS, 8};
   }

@@ -74,13 +74,7 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
   if (op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD || op.opcode == VRDMA_WR_ATOMIC_CMP_AND_SWP) {
     uint8_t* t = op.remote_addr % 8 ? nullptr : locate(owner, q.pd, op.rkey, true, op.remote_addr, 8, proto::remote_atomic);
     if (!t) return done(VRDMA_WC_REM_ACCESS_ERR);
-    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(t));
-    if (op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
-      in.old = target.fetch_add(op.compare_add, std::memory_order_acq_rel);
-    } else {
-      in.old = op.compare_add;
-      target.compare_exchange_strong(in.old, op.swap, std::memory_order_acq_rel);
-    }
+    in.old = apply_atomic(t, op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, op.compare_add, op.swap);
     in.byte_len = 8;
     return done(VRDMA_WC_SUCCESS);
   }
