@@ -219,19 +219,28 @@ int Qp::post_send(vrdma_send_wr* wr, vrdma_send_wr** bad) {
   return 0;
 }
 
+namespace {
+
+// The completion of a request, as the initiator's CQ reports it. vrdma tells the initiator too
+// which requests carried immediate data (verbs does not).
+vrdma_wc initiator_wc(uint64_t wr_id, int status, uint8_t opcode, uint32_t byte_len, uint32_t qp_num) {
+  vrdma_wc wc{};
+  wc.wr_id = wr_id;
+  wc.status = status;
+  wc.opcode = wc_opcode(opcode);
+  wc.byte_len = byte_len;
+  wc.qp_num = qp_num;
+  if (opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM || opcode == VRDMA_WR_SEND_WITH_IMM) wc.wc_flags = VRDMA_WC_WITH_IMM;
+  return wc;
+}
+
+}  // namespace
+
 void Qp::complete(const vrdma_send_wr& wr, const Outcome& o) {
   if (o.status != VRDMA_WC_SUCCESS) fail_qp();
   bool report = o.status != VRDMA_WC_SUCCESS || attr_.sig_all || (wr.send_flags & VRDMA_SEND_SIGNALED);
   if (!report || !attr_.send_cq) return;
-  vrdma_wc wc{};
-  wc.wr_id = wr.wr_id;
-  wc.status = o.status;
-  wc.opcode = wc_opcode(wr.opcode);
-  wc.byte_len = o.byte_len;
-  wc.qp_num = num_;
-  // vrdma tells the initiator too which requests carried immediate data (verbs does not).
-  if (wr.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM || wr.opcode == VRDMA_WR_SEND_WITH_IMM) wc.wc_flags = VRDMA_WC_WITH_IMM;
-  attr_.send_cq->push(wc);
+  attr_.send_cq->push(initiator_wc(wr.wr_id, o.status, wr.opcode, o.byte_len, num_));
 }
 
 Qp::Outcome Qp::execute(const vrdma_send_wr& wr) {
@@ -422,14 +431,7 @@ int Qp::take_answers(int n, vrdma_wc* out) {
   int got = 0;
   proto::Cqe c;
   while (got < n && my_cqes_->pop(c)) {
-    vrdma_wc& wc = out[got++];
-    wc = {};
-    wc.wr_id = c.wr_id;
-    wc.status = c.status;
-    wc.opcode = wc_opcode(c.opcode);
-    wc.byte_len = c.byte_len;
-    wc.qp_num = num_;
-    if (c.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM || c.opcode == VRDMA_WR_SEND_WITH_IMM) wc.wc_flags = VRDMA_WC_WITH_IMM;
+    out[got++] = initiator_wc(c.wr_id, c.status, c.opcode, c.byte_len, num_);
     if (c.status != VRDMA_WC_SUCCESS) fail_qp();
   }
   return got;

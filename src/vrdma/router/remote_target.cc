@@ -21,6 +21,55 @@ struct Dest {
   void* desc = nullptr;
 };
 
+// A SEND's destination: the receive's SGEs, each in a region of `pd` the owner may write. Not
+// success: the arrival says why (a bad buffer, a message longer than the receive).
+int receive_buffers(const Session& owner, uint32_t pd, const proto::RecvEntry& recv, uint64_t len, Dest* dest,
+                    uint32_t& ndest, proto::Arrival& arrival) {
+  uint64_t room = 0;
+  for (uint32_t k = 0; k < std::min(recv.nsge, proto::kMaxSge); ++k) {
+    const proto::Sge& g = recv.sge[k];
+    const MemoryRegionEntry* mr = find_region(owner, pd, g.lkey, false, g.addr, g.len, proto::local_write);
+    if (!mr) {
+      arrival.status = uint8_t(proto::ArrivalStatus::bad_buffer);
+      return VRDMA_WC_REM_ACCESS_ERR;
+    }
+    dest[ndest++] = {mr->mem.data() + (g.addr - mr->va), g.len, mr->fabric ? mr->fabric->desc() : nullptr};
+    room += g.len;
+  }
+  if (room < len) {
+    arrival.status = uint8_t(proto::ArrivalStatus::too_long);
+    return VRDMA_WC_REM_INV_REQ_ERR;
+  }
+  return VRDMA_WC_SUCCESS;
+}
+
+// Pulls an op's payload from the initiator's pieces into `dest`, one READ per overlap; the number
+// posted. `failed` is set when a READ could not be posted or the pieces fall short.
+int pull(Fabric& fabric, LinkSink& sink, const proto::RouterAddress& from, const proto::LinkOp& op, const Dest* dest,
+         uint32_t ndest, uint64_t cookie, bool& failed) {
+  int posted = 0;
+  uint32_t s = 0, d = 0;
+  uint64_t soff = 0, doff = 0, left = op.len;
+  while (left && s < op.npieces && d < ndest) {
+    const proto::LinkPiece& src = op.pieces[s];
+    uint64_t n = std::min({left, uint64_t(src.len) - soff, dest[d].len - doff});
+    LocalPiece into{dest[d].p + doff, n, dest[d].desc};
+    if (n && fabric.read(from, {&into, 1}, src.addr + soff, src.key, cookie, sink)) {
+      ++posted;
+    } else if (n) {
+      failed = true;
+      return posted;
+    }
+    left -= n;
+    soff += n;
+    doff += n;
+    if (soff == src.len) ++s, soff = 0;
+    if (doff == dest[d].len) ++d, doff = 0;
+  }
+  if (left) failed = true;
+  return posted;
+}
+
 }  // namespace
 
 using proto::LinkType;
@@ -104,21 +153,8 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
                             : op.opcode == VRDMA_WR_SEND           ? proto::ArrivalKind::send
                                                                    : proto::ArrivalKind::send_imm);
   if (op.opcode == VRDMA_WR_SEND || op.opcode == VRDMA_WR_SEND_WITH_IMM) {
-    uint64_t room = 0;
-    for (uint32_t k = 0; k < std::min(recv.nsge, proto::kMaxSge); ++k) {
-      const proto::Sge& g = recv.sge[k];
-      const MemoryRegionEntry* mr = find_region(owner, q.pd, g.lkey, false, g.addr, g.len, proto::local_write);
-      if (!mr) {
-        in.arrival.status = uint8_t(proto::ArrivalStatus::bad_buffer);
-        return done(VRDMA_WC_REM_ACCESS_ERR);
-      }
-      dest[ndest++] = {mr->mem.data() + (g.addr - mr->va), g.len, mr->fabric ? mr->fabric->desc() : nullptr};
-      room += g.len;
-    }
-    if (room < op.len) {
-      in.arrival.status = uint8_t(proto::ArrivalStatus::too_long);
-      return done(VRDMA_WC_REM_INV_REQ_ERR);
-    }
+    int st = receive_buffers(owner, q.pd, recv, op.len, dest, ndest, in.arrival);
+    if (st != VRDMA_WC_SUCCESS) return done(st);
   }
   in.byte_len = op.len;
   in.status = VRDMA_WC_SUCCESS;
@@ -130,28 +166,7 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
     in.reads_left = 0;
     return true;
   }
-  // Pull: walk the initiator's pieces and our buffers together, one READ per overlap.
-  in.reads_left = 0;
-  uint64_t cookie = uint64_t(q.num) << 32;
-  uint32_t s = 0, d = 0;
-  uint64_t soff = 0, doff = 0, left = op.len;
-  while (left && s < op.npieces && d < ndest) {
-    const proto::LinkPiece& src = op.pieces[s];
-    uint64_t n = std::min({left, uint64_t(src.len) - soff, dest[d].len - doff});
-    LocalPiece into{dest[d].p + doff, n, dest[d].desc};
-    if (n && fabric_->read(in.from, {&into, 1}, src.addr + soff, src.key, cookie, *this)) {
-      ++in.reads_left;
-    } else if (n) {
-      in.read_failed = true;
-      break;
-    }
-    left -= n;
-    soff += n;
-    doff += n;
-    if (soff == src.len) ++s, soff = 0;
-    if (doff == dest[d].len) ++d, doff = 0;
-  }
-  if (left) in.read_failed = true;
+  in.reads_left = pull(*fabric_, *this, in.from, op, dest, ndest, uint64_t(q.num) << 32, in.read_failed);
   return true;
 }
 
