@@ -199,6 +199,21 @@ int vrdma_connect_qp(vrdma_qp* qp, const void* address, size_t len) {
   return failed(r) ? -r.error.err : 0;
 }
 
+int vrdma_query_router(const vrdma_context* ctx, vrdma_router_address* out) {
+  const auto& a = ctx->impl->router_at();
+  std::memcpy(out->ip, a.ip, sizeof out->ip);
+  out->port = a.port;
+  return 0;
+}
+
+int vrdma_connect_qp_at(vrdma_qp* qp, const vrdma_router_address* at, uint32_t peer_qp_num) {
+  rb::vrdma::proto::RouterAddress peer;
+  std::memcpy(peer.ip, at->ip, sizeof peer.ip);
+  peer.port = at->port;
+  auto r = qp->impl->connect_at(peer, peer_qp_num);
+  return failed(r) ? -r.error.err : 0;
+}
+
 int vrdma_destroy_qp(vrdma_qp* qp) {
   auto r = qp->pd->ctx->impl->destroy_qp(qp->impl->num());
   if (failed(r)) return -r.error.err;

@@ -118,6 +118,17 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
     c.error = {EINVAL, "not a vrdma QP address"};
     return c;
   }
+  return connect_to(peer, router, peer_at);
+}
+
+Call<bool> Qp::connect_at(const proto::RouterAddress& at, uint32_t peer) {
+  // Our router knows itself by its id; any other id (0) sends the connect to the router at `at`.
+  bool ours = at == proto::RouterAddress{} || at == ctx_.router_at();
+  return connect_to(peer, ours ? ctx_.router_id() : 0, ours ? ctx_.router_at() : at);
+}
+
+Call<bool> Qp::connect_to(uint32_t peer, uint64_t router, const proto::RouterAddress& peer_at) {
+  Call<bool> c;
   if (connected_) {
     c.error = {EISCONN, fmt::format("QP {:#x} is connected already", num_)};
     return c;

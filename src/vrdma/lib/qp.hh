@@ -35,6 +35,8 @@ class Qp {
   uint32_t num() const { return num_; }
   void address(uint8_t out[VRDMA_ADDRESS_BYTES]) const;
   Call<bool> connect(const uint8_t* address, size_t len);
+  // By the peer router's address (all zero: ours) and QP number.
+  Call<bool> connect_at(const proto::RouterAddress& at, uint32_t peer);
   int post_send(vrdma_send_wr* wr, vrdma_send_wr** bad);
   int post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad);
   // The receive side's completions, for the recv CQ: arrivals in order, then flushes.
@@ -65,6 +67,7 @@ class Qp {
     int status = VRDMA_WC_SUCCESS;
     uint32_t byte_len = 0;
   };
+  Call<bool> connect_to(uint32_t peer, uint64_t router, const proto::RouterAddress& peer_at);
   Outcome execute(const vrdma_send_wr& wr);
   Outcome rdma(const vrdma_send_wr& wr, uint32_t need, bool write);
   Outcome atomic(const vrdma_send_wr& wr);

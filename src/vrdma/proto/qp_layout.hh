@@ -17,6 +17,8 @@ namespace rb::vrdma::proto {
 
 constexpr uint32_t kQpMagic = 0x50515256;  // "VRQP"
 constexpr uint32_t kMaxSge = 4;
+// QP numbers fit verbs' 24 bits (programs print and parse them as 6 hex digits).
+constexpr uint32_t kQpNumMask = 0xffffff;
 
 enum class QpState : uint32_t { ready = 0, error = 1 };
 enum QpFlags : uint32_t {

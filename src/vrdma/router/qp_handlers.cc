@@ -26,7 +26,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   if (!map) return error(s, m, EINVAL, "QP memory: " + map.status().message());
   if (reinterpret_cast<proto::QpHeader*>(map->data())->magic != proto::kQpMagic)
     return error(s, m, EINVAL, "QP memory is not laid out as a QP");
-  uint32_t num = fresh_key();
+  uint32_t num = fresh_key(proto::kQpNumMask);
   QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), std::move(*map), req.mem_len};
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   qps_.emplace(num, std::move(q));

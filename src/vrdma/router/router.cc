@@ -30,6 +30,7 @@ Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", wha
 Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   std::unique_ptr<Router> r(new Router(std::move(opts)));
   if (getrandom(&r->router_id_, sizeof r->router_id_, 0) != sizeof r->router_id_) return sys_error("getrandom");
+  r->router_id_ |= 1;  // never 0: a client that names no router id means another host's
   auto l = ipc::listen_at(r->opts_.socket_path);
   if (!l) return l.status();
   r->listen_ = std::move(*l);
@@ -257,10 +258,11 @@ void Router::drop(uint32_t id) {
   sessions_.erase(it);
 }
 
-uint32_t Router::fresh_key() {
+uint32_t Router::fresh_key(uint32_t mask) {
   while (true) {
     uint32_t k = 0;
     if (getrandom(&k, sizeof k, 0) != sizeof k) continue;
+    k &= mask;
     if (k != 0 && keys_in_use_.insert(k).second) return k;
   }
 }

@@ -240,7 +240,8 @@ class Router final : private LinkSink {
   bool start_inbound(QpEntry& q, RemoteIn& in);
   void finish_inbound(QpEntry& q, RemoteIn& in);
   void answer(Session& s, const Reply& r);
-  uint32_t fresh_key();  // random (getrandom), never 0, never one in use: keys are not guessable
+  // Random (getrandom) within `mask`, never 0, never one in use: keys are not guessable.
+  uint32_t fresh_key(uint32_t mask = ~0u);
   void log(const std::string& line) const;
 
   RouterOptions opts_;

@@ -193,6 +193,18 @@ uint32_t vrdma_qp_num(const struct vrdma_qp *qp);
 int vrdma_qp_address(const struct vrdma_qp *qp, void *buf, size_t len);
 /* Connects to the peer QP at `address`; both sides connect to each other. */
 int vrdma_connect_qp(struct vrdma_qp *qp, const void *address, size_t len);
+
+/* Where this context's router listens for other hosts' routers (vrdmad --listen); ip is IPv6 or
+ * IPv4-mapped, and all zero with port 0 when it does not listen. */
+struct vrdma_router_address {
+  uint8_t ip[16];
+  uint16_t port;
+};
+int vrdma_query_router(const struct vrdma_context *ctx, struct vrdma_router_address *out);
+/* Connects to QP `peer_qp_num` at the router listening at `at` (this host's own router when `at`
+ * is its address or all zero), for callers that know a peer by router address and QP number
+ * rather than by its address blob (verbs: a GID and a QPN). */
+int vrdma_connect_qp_at(struct vrdma_qp *qp, const struct vrdma_router_address *at, uint32_t peer_qp_num);
 int vrdma_destroy_qp(struct vrdma_qp *qp);
 /* Post calls return 0, or an errno value (positive, as verbs does) with *bad_wr naming the first
  * request not taken. On the direct path a request has completed when vrdma_post_send returns. */

@@ -1,0 +1,91 @@
+#pragma once
+// The verbs objects this layer hands out: each starts with the libibverbs struct a program sees
+// (so the program's pointer is ours, and container_of finds the rest) and holds the libvrdma
+// object that does the work. Every object of a process that loads this layer is one of these:
+// the only device listed is vrdma0.
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <vrdma/vrdma.h>
+
+#include "core/unique_fd.hh"
+
+namespace rb::verbs {
+
+// Each object's verbs struct is its first member, so a program's pointer is the object's.
+template <typename Outer, typename Verbs>
+Outer* ours(Verbs* v) {
+  return reinterpret_cast<Outer*>(v);
+}
+
+struct Device {
+  ibv_device dev{};
+  uint64_t guid = 0;  // network order, as verbs reports it
+};
+
+struct Context {
+  verbs_context vctx{};  // a real verbs_context: the inline verbs calls reach our ops through it
+  vrdma_context* v = nullptr;
+  union ibv_gid gid{};   // the router's address, as a RoCE v2 GID
+  vrdma_router_address router{};
+  UniqueFd async_fd;     // no asynchronous events happen; a reader blocks as on a quiet NIC
+  std::mutex spans_mu;
+  std::map<uintptr_t, uintptr_t> spans;  // the page ranges registered: start -> end
+  // The program holds &vctx.context, which sits at the end of verbs_context.
+  static Context* of(ibv_context* c) {
+    return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+  }
+};
+
+struct Pd {
+  ibv_pd pd{};
+  vrdma_pd* v = nullptr;
+};
+
+struct Mr {
+  ibv_mr mr{};
+  vrdma_mr* v = nullptr;
+};
+
+struct CompChannel {
+  ibv_comp_channel ch{};  // ch.fd is an epoll set of its CQs' event descriptors
+};
+
+struct Cq {
+  ibv_cq cq{};
+  vrdma_cq* v = nullptr;
+};
+
+struct Ah {
+  ibv_ah ah{};
+  ibv_ah_attr attr{};
+};
+
+// A request built through the ibv_wr_* calls, kept until wr_complete posts the lot.
+struct PendingWr {
+  vrdma_send_wr wr{};
+  vrdma_sge sge[VRDMA_MAX_SGE]{};
+  std::vector<uint8_t> inline_bytes;
+};
+
+struct Qp {
+  ibv_qp_ex ex{};  // ex.qp_base is the ibv_qp programs hold
+  vrdma_qp* v = nullptr;
+  Context* ctx = nullptr;
+  ibv_qp_cap cap{};
+  ibv_qp_attr attr{};  // what modify_qp set, for query_qp
+  bool sq_sig_all = false;
+  bool connected = false;             // connected at RTR, to:
+  vrdma_router_address peer_router{};
+  std::deque<PendingWr> pending;  // the ibv_wr_* batch since wr_start
+  bool pending_bad = false;       // a call in the batch was not one vrdma carries out
+  static Qp* of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }  // ex.qp_base is at offset 0
+};
+
+}  // namespace rb::verbs
