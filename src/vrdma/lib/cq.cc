@@ -17,6 +17,7 @@ int Cq::arm() {
   uint64_t v;
   while (read(efd_.get(), &v, sizeof v) > 0) {
   }
+  armed_ = true;
   for (Qp* qp : receivers_) qp->arm();
   for (Qp* qp : senders_) qp->arm();
   // Dekker with the producer: it pushes, fences, then reads `armed`; we store `armed`, fence,
@@ -28,6 +29,15 @@ int Cq::arm() {
   for (Qp* qp : senders_)
     if (qp->answers_waiting()) return 1;
   return 0;
+}
+
+void Cq::push(const vrdma_wc& wc) {
+  local_.push_back(wc);
+  if (armed_) {
+    armed_ = false;
+    uint64_t one = 1;
+    (void)!write(efd_.get(), &one, sizeof one);
+  }
 }
 
 bool Cq::routed() const {

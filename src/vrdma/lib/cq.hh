@@ -20,7 +20,9 @@ class Cq {
   // Asks to be woken: 1 when completions may be waiting already (poll, do not sleep), 0 when the
   // caller may sleep on event_fd(). Clears the descriptor first.
   int arm();
-  void push(const vrdma_wc& wc) { local_.push_back(wc); }
+  // A completion of this process's own request (the direct path completes inside post_send): it
+  // wakes a sleeper when the CQ is armed, as a peer's arrival does.
+  void push(const vrdma_wc& wc);
   void attach_receiver(Qp* qp) { receivers_.push_back(qp); }
   void attach_sender(Qp* qp) { senders_.push_back(qp); }
   void detach(Qp* qp);
@@ -30,6 +32,7 @@ class Cq {
 
  private:
   int capacity_;
+  bool armed_ = false;   // arm() was called and no own completion has woken it since
   int empty_polls_ = 0;  // in a row: on the router path every 16th gives the core away
   UniqueFd efd_;
   std::deque<vrdma_wc> local_;

@@ -1,0 +1,210 @@
+"""Unmodified verbs programs on vrdma: Debian's ibverbs-utils and perftest binaries run through
+vrdma-run (libvrdma-verbs.so preloaded over the real libibverbs), between two processes on one
+host (one router) and across two routers in two network namespaces (tests/netns/testbed.py).
+Skipped, with the reason, only where the programs are not installed (the Makefile installs them)
+or, for the two hosts, where network namespaces cannot be made."""
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, rdmabench_path, run, wait_for_text
+
+sys.path.insert(0, str(ROOT / "tests" / "netns"))
+import testbed  # noqa: E402
+
+BUILD = Path(rdmabench_path()).parent
+VRDMAD = str(BUILD / "vrdmad")
+VRDMA_RUN = str(BUILD / "vrdma-run")
+ROUTER_PORT = 7480
+PERFTESTS = ["ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw", "ib_send_lat",
+             "ib_atomic_bw", "ib_atomic_lat"]
+# -a with fewer iterations than perftest's 1000/5000 a size: every size up to 8 MiB, in less time.
+VARIANTS = {
+    "default": [],
+    "all-sizes": ["-a", "-n", "200"],
+    "duration": ["-D", "2"],
+    "events": ["-e"],
+    "qps": ["-q", "4"],
+    "gbits": ["--report_gbits"],
+}
+# What perftest itself refuses, before any verbs call: the test checks its words.
+REFUSED = {
+    ("ib_write_bw", "events"): "Events feature not available on WRITE verb",
+    ("ib_write_lat", "events"): "Events feature not available on WRITE verb",
+    ("ib_atomic_bw", "all-sizes"): "Message size cannot be changed for Atomic tests",
+    ("ib_atomic_lat", "all-sizes"): "Message size cannot be changed for Atomic tests",
+}
+for t in PERFTESTS:
+    if t.endswith("_lat"):
+        REFUSED[(t, "qps")] = "Multiple QPs only available on bw tests"
+CMD_TIMEOUT = 90
+
+
+def need_programs():
+    missing = [p for p in ["ibv_devices", "ibv_devinfo", "ibv_rc_pingpong", *PERFTESTS] if not shutil.which(p)]
+    if missing:
+        pytest.skip(f"not installed: {' '.join(missing)} (apt-get install ibverbs-utils perftest libpci3)")
+    if not Path(VRDMA_RUN).exists():
+        pytest.skip("vrdma-run was not built (libibverbs-dev missing at configure time)")
+
+
+class Host:
+    """A router and how to run a program next to it; `ns` runs it inside a network namespace."""
+
+    def __init__(self, d, name, bed=None, side=None, listen=None):
+        self.sock, self.log = d / f"{name}.sock", d / f"{name}.log"
+        self.bed, self.side = bed, side
+        self.log.write_text("")
+        argv = [VRDMAD, "--socket", str(self.sock)]
+        if listen:
+            argv += ["--listen", listen, "--fabric", "ofi:tcp"]
+        self.router = subprocess.Popen(self.wrap(argv), stderr=open(self.log, "a"), stdout=subprocess.DEVNULL)
+        wait_for_text(self.log, "serving on")
+
+    def wrap(self, argv):
+        return self.bed.exec_argv(self.side, argv) if self.bed else argv
+
+    def argv(self, argv):
+        return self.wrap(["env", f"VRDMA_SOCKET={self.sock}", VRDMA_RUN, *argv])
+
+    def stop(self):
+        if self.router.poll() is None:
+            self.router.kill()
+        self.router.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def one_host():
+    need_programs()
+    d = Path(tempfile.mkdtemp(prefix="vrdma-verbs-"))
+    h = Host(d, "host")
+    try:
+        yield {"server": h, "client": h, "addr": "127.0.0.1"}
+    finally:
+        h.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def two_hosts():
+    need_programs()
+    ok, why = testbed.available()
+    if not ok:
+        pytest.skip(f"netns test bed: {why}")
+    testbed.reap_stale()
+    d = Path(tempfile.mkdtemp(prefix="vrdma-verbs-hosts-"))
+    with testbed.Testbed(rails=1) as bed:
+        hosts = {s: Host(d, s, bed, s, f"{bed.addr(1, s)}:{ROUTER_PORT}") for s in "ab"}
+        try:
+            yield {"server": hosts["a"], "client": hosts["b"], "addr": bed.addr(1, "a"), "bed": bed}
+        finally:
+            for h in hosts.values():
+                h.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(params=["one_host", "two_hosts"])
+def hosts(request):
+    return request.getfixturevalue(request.param)
+
+
+@contextlib.contextmanager
+def serving(host, argv):
+    proc = subprocess.Popen(host.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(0.5)  # the programs' own TCP listen; their clients retry nothing
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def pair(h, argv, client_argv=None):
+    """Runs argv as server and argv + the server's address as client; both outputs back."""
+    with serving(h["server"], argv) as srv:
+        cli = run(h["client"].argv([*(client_argv or argv), h["addr"]]), timeout=CMD_TIMEOUT)
+        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+    return srv.returncode, out, cli
+
+
+def test_devices_lists_vrdma0(one_host):
+    r = run(one_host["client"].argv(["ibv_devices"]))
+    assert r.returncode == 0, r.stderr
+    assert "vrdma0" in r.stdout
+
+
+def test_devinfo_shows_port_and_gid(hosts):
+    r = run(hosts["client"].argv(["ibv_devinfo", "-v"]))
+    assert r.returncode == 0, r.stderr
+    for text in ["hca_id:\tvrdma0", "PORT_ACTIVE", "link_layer:\t\tEthernet", "RoCE v2", "max_qp_rd_atom:\t\t\t16"]:
+        assert text in r.stdout, text
+    # The GID names this host's router: its listening address across hosts, loopback alone.
+    bed = hosts.get("bed")
+    gid = f"::ffff:{bed.addr(1, 'b')}" if bed else "::ffff:127.0.0.1"
+    assert f"GID[  0]:\t\t{gid}, RoCE v2" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["-c"], ["-c", "-e"], ["-c", "-s", "65536", "-n", "100"]], ids=["poll", "events", "64K"])
+def test_rc_pingpong_validates(hosts, free_port, args):
+    argv = ["ibv_rc_pingpong", "-p", str(free_port), *args]
+    if "bed" in hosts:
+        argv += ["-g", "0"]  # across hosts the peer is named by its GID, as on RoCE
+    before = hosts["bed"].traffic(1, "b") if "bed" in hosts else 0
+    src, sout, cli = pair(hosts, argv)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert src == 0, sout
+    for out in (sout, cli.stdout + cli.stderr):
+        assert "iters in" in out
+        assert "vrdma-verbs:" not in out and "Failed" not in out and "incorrect" not in out.lower(), out
+    if "bed" in hosts:
+        iters = int(args[args.index("-n") + 1]) if "-n" in args else 1000
+        size = int(args[args.index("-s") + 1]) if "-s" in args else 4096
+        assert hosts["bed"].traffic(1, "b") - before >= 2 * iters * size  # the payload crossed the veth
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("tool", PERFTESTS)
+def test_perftest(hosts, free_port, tool, variant):
+    argv = [tool, "-p", str(free_port), *VARIANTS[variant]]
+    src, sout, cli = pair(hosts, argv)
+    refused = REFUSED.get((tool, variant))
+    if refused:  # perftest's own rule, before it touches a device
+        assert refused in cli.stdout + cli.stderr
+        return
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0, out
+    assert src == 0, sout
+    assert "vrdma0" in out and "vrdma-verbs:" not in out and "vrdma-verbs:" not in sout
+    table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert table, out  # at least one row of figures
+    if variant == "all-sizes" and not tool.startswith("ib_atomic"):
+        assert any(line.split()[0] == "8388608" for line in table), out
+    if variant == "gbits" and tool.endswith("_bw"):
+        assert "BW average[Gb/sec]" in out
+
+
+def test_rdma_cm_is_refused_clearly(one_host, free_port):
+    src, sout, cli = pair(one_host, ["ib_write_bw", "-p", str(free_port), "-R"])
+    assert cli.returncode != 0
+    assert "librdmacm is not supported on vrdma" in cli.stdout + cli.stderr
+
+
+def test_no_router_says_so(tmp_path):
+    need_programs()
+    r = run(["env", f"VRDMA_SOCKET={tmp_path / 'none.sock'}", VRDMA_RUN, "ibv_rc_pingpong"], timeout=30)
+    assert r.returncode != 0
+    assert "vrdma-verbs: cannot reach the vrdma router" in r.stderr
+
+
+def test_vrdma_run_usage():
+    r = run([VRDMA_RUN])
+    assert r.returncode == 2 and "usage: vrdma-run" in r.stdout
+    r = run([VRDMA_RUN, "no-such-program-here"])
+    assert r.returncode == 2 and "no such program" in r.stderr
