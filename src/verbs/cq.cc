@@ -67,16 +67,12 @@ int poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   return total;
 }
 
+// Verbs raises an event for the next completion added after the call, not for one waiting
+// already (programs poll after arming). libvrdma's "may be waiting" answer is therefore not an
+// event: the CQ stays armed for what comes next.
 int req_notify_cq(ibv_cq* cq, int) {
-  Cq* c = ours<Cq>(cq);
-  int r = vrdma_req_notify_cq(c->v);
-  if (r < 0) return -r;
-  // Completions may be waiting already: a NIC would raise the event at once, so do we.
-  if (r == 1) {
-    uint64_t one = 1;
-    (void)!write(vrdma_cq_event_fd(c->v), &one, sizeof one);
-  }
-  return 0;
+  int r = vrdma_req_notify_cq(ours<Cq>(cq)->v);
+  return r < 0 ? -r : 0;
 }
 
 ibv_cq_ex* create_cq_ex(ibv_context*, ibv_cq_init_attr_ex*) {

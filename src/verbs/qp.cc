@@ -39,6 +39,7 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
   va.max_recv_wr = a.cap.max_recv_wr;
   va.max_inline_data = kMaxInline;
   va.sq_sig_all = a.sq_sig_all;
+  va.flags = VRDMA_QP_KEEP_RECVS;
   q->v = vrdma_create_qp(ours<Pd>(pd)->v, &va);
   if (!q->v) {
     int err = errno;

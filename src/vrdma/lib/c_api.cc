@@ -180,7 +180,7 @@ vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
   attr.max_recv_wr = a->max_recv_wr;
   attr.max_inline = a->max_inline_data;
   attr.sig_all = a->sq_sig_all != 0;
-  attr.flags = a->flags & (VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE);
+  attr.flags = a->flags & (VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE | VRDMA_QP_KEEP_RECVS);
   auto q = rb::vrdma::Qp::create(*pd->ctx->impl, attr);
   if (failed(q)) return nullptr;
   return new (std::nothrow) vrdma_qp{pd, std::move(*q.value)};

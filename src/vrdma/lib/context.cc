@@ -238,6 +238,12 @@ Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len, int 
   return done(a.value->msg.as<proto::QpCreated>().qp_num);
 }
 
+Call<bool> Context::send_doorbell(uint32_t qp_num, int doorbell) {
+  auto a = ask(proto::Type::send_doorbell, proto::Handle{qp_num}, proto::Type::done, doorbell);
+  if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
+  return done(true);
+}
+
 Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router,
                                     const proto::RouterAddress& peer_at) {
   auto a = ask(proto::Type::connect_qp, proto::ConnectQp{qp_num, peer_qp, peer_router, peer_at}, proto::Type::qp_connected);

@@ -100,6 +100,7 @@ class Context {
   Call<std::unique_ptr<Region>> reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access);
   Call<std::string> stats();
   Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell);
+  Call<bool> send_doorbell(uint32_t qp_num, int doorbell);
   Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router, const proto::RouterAddress& peer_at);
   Call<Grant> grant(uint32_t qp_num, uint32_t key);
   Call<bool> destroy_qp(uint32_t qp_num);

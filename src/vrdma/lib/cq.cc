@@ -19,7 +19,7 @@ int Cq::arm() {
   }
   armed_ = true;
   for (Qp* qp : receivers_) qp->arm();
-  for (Qp* qp : senders_) qp->arm();
+  for (Qp* qp : senders_) qp->arm_send();
   // Dekker with the producer: it pushes, fences, then reads `armed`; we store `armed`, fence,
   // then look at the rings. One of us sees the other.
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -74,6 +74,11 @@ Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
   auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total, attr.recv_cq ? attr.recv_cq->event_fd() : -1);
   if (!num.ok()) return fail(num.error.err, num.error.message);
   q->num_ = *num.value;
+  // The router answers router-path requests on the send CQ: it rings that CQ where it is another.
+  if (attr.send_cq && attr.send_cq != attr.recv_cq) {
+    auto bell = ctx.send_doorbell(q->num_, attr.send_cq->event_fd());
+    if (!bell.ok()) return fail(bell.error.err, bell.error.message);
+  }
   if (attr.recv_cq) attr.recv_cq->attach_receiver(q.get());
   if (attr.send_cq) attr.send_cq->attach_sender(q.get());
   Call<std::unique_ptr<Qp>> c;
@@ -162,6 +167,10 @@ Call<bool> Qp::connect_to(uint32_t peer, uint64_t router, const proto::RouterAdd
   connected_ = true;
   c.value = true;
   return c;
+}
+
+bool Qp::recvs_orphaned() const {
+  return ctx_.router_gone() || (!(attr_.flags & proto::keep_recvs) && peer_broken());
 }
 
 bool Qp::peer_broken() const { return hdr_->state.load(std::memory_order_relaxed) != 0 || ctx_.router_gone(); }
@@ -474,7 +483,7 @@ int Qp::take_arrivals(int n, vrdma_wc* out) {
     if (wc.status != VRDMA_WC_SUCCESS) fail_qp();
   }
   // A QP in error flushes the receives no arrival will ever fill.
-  if ((error_ || peer_broken()) && my_arrivals_->empty()) {
+  if ((error_ || recvs_orphaned()) && my_arrivals_->empty()) {
     while (got < n && !posted_recvs_.empty()) {
       vrdma_wc& wc = out[got++];
       wc = {};

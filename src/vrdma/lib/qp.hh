@@ -58,8 +58,10 @@ class Qp {
   const QpAttr& attr() const { return attr_; }
   // Event path: the recv CQ asks peers to ring its doorbell after their next arrival.
   void arm() { hdr_->armed.store(1, std::memory_order_relaxed); }
+  // Event path: the send CQ asks the router to ring it after its next answer (router path).
+  void arm_send() { hdr_->send_armed.store(1, std::memory_order_relaxed); }
   // Something take_arrivals would report now (an arrival, or receives to flush).
-  bool wake_worthy() const { return !my_arrivals_->empty() || ((error_ || peer_broken()) && !posted_recvs_.empty()); }
+  bool wake_worthy() const { return !my_arrivals_->empty() || ((error_ || recvs_orphaned()) && !posted_recvs_.empty()); }
 
  private:
   Qp(Context& ctx, const QpAttr& attr, SharedMemory mem);
@@ -78,6 +80,7 @@ class Qp {
   bool local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) const;
   const Grant* grant(uint32_t key);
   bool peer_broken() const;
+  bool recvs_orphaned() const;  // the peer is gone and this QP flushes its receives for it
   void complete(const vrdma_send_wr& wr, const Outcome& o);
   void fail_qp() {
     if (!(attr_.flags & proto::no_error_state)) error_ = true;

@@ -25,6 +25,7 @@ const char* type_name(Type t) {
     case Type::grant: return "grant";
     case Type::granted: return "granted";
     case Type::destroy_qp: return "destroy_qp";
+    case Type::send_doorbell: return "send_doorbell";
   }
   return "unknown";
 }
@@ -49,7 +50,8 @@ std::optional<size_t> body_size(Type t) {
     case Type::qp_connected: return sizeof(QpConnected);
     case Type::grant: return sizeof(GrantAsk);
     case Type::granted: return sizeof(Granted);
-    case Type::destroy_qp: return sizeof(Handle);
+    case Type::destroy_qp:
+    case Type::send_doorbell: return sizeof(Handle);
   }
   return std::nullopt;
 }

@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -40,6 +40,7 @@ enum class Type : uint16_t {
   grant,         // client: GrantAsk (direct path); reply Granted with the region's memfd
   granted,       // router -> client
   destroy_qp,    // client: Handle (the QP number); reply done
+  send_doorbell, // client: Handle (the QP number) with its send CQ's eventfd; reply done
 };
 const char* type_name(Type t);
 

@@ -25,6 +25,7 @@ enum QpFlags : uint32_t {
   imm_without_recv = 1,  // a WRITE with immediate data to this QP consumes no receive
   router_path = 2,       // the owner asks for the router path (else the tenant's config decides)
   no_error_state = 4,    // a failed request completes with its status and the QP stays ready
+  keep_recvs = 8,        // a peer that goes does not flush this QP's posted receives
 };
 
 struct alignas(64) QpHeader {
@@ -48,6 +49,9 @@ struct alignas(64) QpHeader {
   uint64_t send_ring_off = 0, cqe_ring_off = 0;
   std::atomic<uint32_t> router_parked{0};  // the router sleeps: write its kick eventfd after a post
   std::atomic<uint32_t> router_error{0};   // the router failed a request: later ones flush until the owner recovers
+  // The owner sleeps on its send CQ: the router writes the send doorbell (else the recv CQ's)
+  // after its next answer, and clears this.
+  std::atomic<uint32_t> send_armed{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);

@@ -288,19 +288,31 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
     }
     q.view->sends.pop(e);
     complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
-    if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake(peer);
+    if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake_recv(peer);
   }
-  if (done) wake(q);
+  if (done) wake_send(q);
   return done > 0;
 }
 
 // Rings an owner that sleeps on its CQ (it armed the QP), as a peer's library does on the
 // direct path.
-void Router::wake(QpEntry& q) {
+void Router::wake_recv(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->armed.load(std::memory_order_relaxed)) return;
   q.header()->armed.store(0, std::memory_order_relaxed);
-  ring(q);
+  if (q.doorbell) {
+    uint64_t one = 1;
+    (void)!write(q.doorbell.get(), &one, sizeof one);
+  }
+}
+
+void Router::wake_send(QpEntry& q) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!q.header()->send_armed.load(std::memory_order_relaxed)) return;
+  q.header()->send_armed.store(0, std::memory_order_relaxed);
+  int fd = q.send_doorbell ? q.send_doorbell.get() : q.doorbell.get();
+  uint64_t one = 1;
+  if (fd >= 0) (void)!write(fd, &one, sizeof one);
 }
 
 bool Router::work_waiting(const std::vector<uint32_t>& list) const {

@@ -27,7 +27,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   if (reinterpret_cast<proto::QpHeader*>(map->data())->magic != proto::kQpMagic)
     return error(s, m, EINVAL, "QP memory is not laid out as a QP");
   uint32_t num = fresh_key(proto::kQpNumMask);
-  QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), std::move(*map), req.mem_len};
+  QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), {}, std::move(*map), req.mem_len};
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   qps_.emplace(num, std::move(q));
   s.qps.insert(num);
@@ -135,10 +135,19 @@ void Router::release_qp(uint32_t num) {
   qps_.erase(it);
 }
 
+Router::Reply Router::send_doorbell(Session& s, const proto::Message& m, UniqueFd& fd) {
+  uint32_t num = m.as<proto::Handle>().id;
+  if (!s.qps.count(num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", num));
+  if (!fd) return error(s, m, EINVAL, "send_doorbell came without the eventfd");
+  qps_.at(num).send_doorbell = std::move(fd);
+  return {proto::encode(Type::done, m.h.seq)};
+}
+
+// Both CQs of the owner: a broken QP wakes whichever it sleeps on.
 void Router::ring(const QpEntry& q) {
-  if (!q.doorbell) return;
   uint64_t one = 1;
-  (void)!write(q.doorbell.get(), &one, sizeof one);
+  if (q.doorbell) (void)!write(q.doorbell.get(), &one, sizeof one);
+  if (q.send_doorbell) (void)!write(q.send_doorbell.get(), &one, sizeof one);
 }
 
 void Router::revoke_grants_of(const Session& s) {

@@ -166,7 +166,7 @@ bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
     r.out.pop_front();
     any = true;
   }
-  if (any) wake(q);
+  if (any) wake_send(q);
   return any;
 }
 

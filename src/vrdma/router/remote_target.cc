@@ -182,7 +182,7 @@ void Router::finish_inbound(QpEntry& q, RemoteIn& in) {
     proto::RecvEntry used;
     if (in.uses_recv) q.view->recvs.pop(used);
     q.view->arrivals.push(in.arrival);
-    wake(q);
+    wake_recv(q);
   }
   proto::LinkOpReply rep{in.status, in.status == VRDMA_WC_SUCCESS ? in.byte_len : 0, in.old};
   link_send(in.from, LinkType::op_reply, in.req, rep);

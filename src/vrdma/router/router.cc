@@ -224,6 +224,7 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
     case Type::connect_qp: return connect_qp(s, m);
     case Type::grant: return grant(s, m);
     case Type::destroy_qp: return destroy_qp(s, m);
+    case Type::send_doorbell: return send_doorbell(s, m, p.fd);
     case Type::stats: {
       std::string text = stats_text();
       proto::StatsText st{uint32_t(text.size())};

@@ -111,6 +111,7 @@ struct QpEntry {
   uint32_t peer = 0;                    // the QP it connected to, 0 before
   UniqueFd fd;                          // its shared memory (the owner's memfd), for the peer
   UniqueFd doorbell;                    // an eventfd of the owner's recv CQ (may be absent)
+  UniqueFd send_doorbell;               // its send CQ's, where that is another CQ
   Mapping mem;                          // mapped here to mark it broken or bump its grant epoch
   uint64_t len = 0;
   uint32_t flags = 0;         // proto::QpFlags as the owner set them at creation
@@ -178,6 +179,7 @@ class Router final : private LinkSink {
   Reply reg_mr(Session& s, const proto::Message& m, UniqueFd& theirs);
   Reply dereg_mr(Session& s, const proto::Message& m);
   Reply create_qp(Session& s, const proto::Message& m, UniqueFd& mem, UniqueFd& doorbell);
+  Reply send_doorbell(Session& s, const proto::Message& m, UniqueFd& fd);
   Reply connect_qp(Session& s, const proto::Message& m);
   Reply grant(Session& s, const proto::Message& m);
   Reply destroy_qp(Session& s, const proto::Message& m);
@@ -196,7 +198,9 @@ class Router final : private LinkSink {
   int park_ms() const;
   void set_parked(const std::vector<uint32_t>& list, bool parked);
   bool work_waiting(const std::vector<uint32_t>& list) const;
-  void wake(QpEntry& q);
+  // Rings an owner asleep on its CQ: after an arrival (recv CQ) or an answer (send CQ).
+  void wake_recv(QpEntry& q);
+  void wake_send(QpEntry& q);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
   void route_qp(QpEntry& q, uint32_t peer);
 

@@ -179,6 +179,10 @@ enum vrdma_qp_flags {
    * so requests after it run (as a libfabric RDM endpoint); without it the QP moves to the error
    * state and flushes, as in verbs. */
   VRDMA_QP_NO_ERROR_STATE = 4,
+  /* Verbs' RC behaviour: a peer that goes away leaves the receives still posted here posted (a
+   * NIC learns of it only when this QP sends); they are flushed when this QP errs or takes them
+   * back. Without it they are flushed as soon as the peer is gone, so a receiver learns at once. */
+  VRDMA_QP_KEEP_RECVS = 8,
 };
 
 struct vrdma_qp_init_attr {
