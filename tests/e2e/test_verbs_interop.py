@@ -4,6 +4,7 @@ host (one router) and across two routers in two network namespaces (tests/netns/
 Skipped, with the reason, only where the programs are not installed (the Makefile installs them)
 or, for the two hosts, where network namespaces cannot be made."""
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,7 @@ PERFTESTS = ["ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_sen
 # -a with fewer iterations than perftest's 1000/5000 a size: every size up to 8 MiB, in less time.
 VARIANTS = {
     "default": [],
-    "all-sizes": ["-a", "-n", "200"],
+    "all-sizes": ["-a", "-n", "100"],
     "duration": ["-D", "2"],
     "events": ["-e"],
     "qps": ["-q", "4"],
@@ -57,11 +58,14 @@ def need_programs():
 class Host:
     """A router and how to run a program next to it; `ns` runs it inside a network namespace."""
 
-    def __init__(self, d, name, bed=None, side=None, listen=None):
+    def __init__(self, d, name, bed=None, side=None, listen=None, config=None):
         self.sock, self.log = d / f"{name}.sock", d / f"{name}.log"
         self.bed, self.side = bed, side
         self.log.write_text("")
         argv = [VRDMAD, "--socket", str(self.sock)]
+        if config:
+            (d / f"{name}.toml").write_text(config)
+            argv += ["--config", str(d / f"{name}.toml")]
         if listen:
             argv += ["--listen", listen, "--fabric", "ofi:tcp"]
         self.router = subprocess.Popen(self.wrap(argv), stderr=open(self.log, "a"), stdout=subprocess.DEVNULL)
@@ -188,6 +192,27 @@ def test_perftest(hosts, free_port, tool, variant):
         assert any(line.split()[0] == "8388608" for line in table), out
     if variant == "gbits" and tool.endswith("_bw"):
         assert "BW average[Gb/sec]" in out
+
+
+@pytest.mark.parametrize("path", ["direct", "router"])
+def test_verbs_probe(tmp_path, path):
+    """A plain verbs program of ours: the ibv_wr_* path, atomics' values, a wrong key's status and
+    the calls vrdma does not offer, on the direct path and with the router moving the bytes."""
+    need_programs()
+    probe = BUILD / "verbs_probe"
+    if not probe.exists():
+        pytest.skip("verbs_probe was not built (libibverbs-dev missing at configure time)")
+    h = Host(tmp_path, "probe", config=f'[[tenant]]\nname = "t"\nuids = [{os.getuid()}]\npath = "{path}"\n')
+    try:
+        r = run(h.argv([str(probe)]), timeout=60)
+        stats = run([str(BUILD / "vrdmactl"), "--socket", str(h.sock), "stats"], timeout=10)
+    finally:
+        h.stop()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("\nok ") >= 13 and "all checks passed" in r.stdout, r.stdout
+    row = next(line.split() for line in stats.stdout.splitlines() if line.startswith("t "))
+    routed_ops = int(row[9])
+    assert (routed_ops > 0) == (path == "router"), stats.stdout  # who moved the bytes
 
 
 def test_rdma_cm_is_refused_clearly(one_host, free_port):

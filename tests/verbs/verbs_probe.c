@@ -1,0 +1,188 @@
+/* A plain verbs program (it links libibverbs and knows nothing of vrdma), run through vrdma-run
+ * by tests/e2e/test_verbs_interop.py: two RC QPs of one process connected to each other, each
+ * check naming what it expects. It covers what perftest and ibv_rc_pingpong leave out: the
+ * ibv_wr_* path, atomics' returned values, a wrong key's completion status, and the calls vrdma
+ * does not offer failing cleanly. Prints "ok NAME" per check; exits 1 at the first failure. */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SIZE 65536
+
+static int fail(const char *what) {
+  printf("FAIL %s (errno %d: %s)\n", what, errno, strerror(errno));
+  exit(1);
+}
+#define CHECK(cond, name) ((cond) ? (void)printf("ok %s\n", name) : (void)fail(name))
+
+struct side {
+  struct ibv_cq *cq;
+  struct ibv_qp *qp;
+  struct ibv_mr *mr;
+  uint8_t *buf;
+};
+
+static void make_side(struct ibv_context *ctx, struct ibv_pd *pd, struct side *s) {
+  s->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+  if (!s->cq) fail("create_cq");
+  s->buf = aligned_alloc(4096, SIZE);
+  memset(s->buf, 0, SIZE);
+  s->mr = ibv_reg_mr(pd, s->buf, SIZE,
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+  if (!s->mr) fail("reg_mr");
+  struct ibv_qp_init_attr_ex a = {0};
+  a.send_cq = a.recv_cq = s->cq;
+  a.cap.max_send_wr = a.cap.max_recv_wr = 16;
+  a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+  a.cap.max_inline_data = 32;
+  a.qp_type = IBV_QPT_RC;
+  a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  a.pd = pd;
+  a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  s->qp = ibv_create_qp_ex(ctx, &a);
+  if (!s->qp) fail("create_qp_ex");
+}
+
+static void connect_to(struct ibv_context *ctx, struct side *s, uint32_t peer_qpn) {
+  struct ibv_qp_attr a = {0};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) fail("to INIT");
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_4096;
+  a.dest_qp_num = peer_qpn;
+  a.max_dest_rd_atomic = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  if (ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid)) fail("query_gid");
+  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    fail("to RTR");
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTS;
+  a.max_rd_atomic = 1;
+  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                   IBV_QP_MAX_QP_RD_ATOMIC))
+    fail("to RTS");
+}
+
+static struct ibv_wc wait_one(struct ibv_cq *cq) {
+  struct ibv_wc wc;
+  for (long spins = 0; spins < 100000000L; ++spins) {
+    int n = ibv_poll_cq(cq, 1, &wc);
+    if (n < 0) fail("poll_cq");
+    if (n == 1) return wc;
+  }
+  errno = ETIMEDOUT;
+  fail("a completion within the spin bound");
+  return wc;
+}
+
+int main(void) {
+  int n;
+  struct ibv_device **list = ibv_get_device_list(&n);
+  CHECK(list && n == 1 && !strcmp(ibv_get_device_name(list[0]), "vrdma0"), "one device, vrdma0");
+  struct ibv_context *ctx = ibv_open_device(list[0]);
+  if (!ctx) fail("open_device");
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  if (!pd) fail("alloc_pd");
+  struct side a, b;
+  make_side(ctx, pd, &a);
+  make_side(ctx, pd, &b);
+  connect_to(ctx, &a, b.qp->qp_num);
+  connect_to(ctx, &b, a.qp->qp_num);
+  CHECK(a.qp->qp_num < (1u << 24) && b.qp->qp_num < (1u << 24), "QP numbers fit 24 bits");
+
+  /* The ibv_wr_* path: a WRITE from a's buffer and an inline SEND into b's posted receive. */
+  struct ibv_sge rsge = {(uintptr_t)b.buf + 8192, 64, b.mr->lkey};
+  struct ibv_recv_wr rwr = {.wr_id = 77, .sg_list = &rsge, .num_sge = 1}, *rbad;
+  if (ibv_post_recv(b.qp, &rwr, &rbad)) fail("post_recv");
+  for (int i = 0; i < 4096; ++i) a.buf[i] = (uint8_t)(i * 7 + 1);
+  struct ibv_qp_ex *x = ibv_qp_to_qp_ex(a.qp);
+  ibv_wr_start(x);
+  x->wr_id = 1;
+  x->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(x, b.mr->rkey, (uintptr_t)b.buf);
+  ibv_wr_set_sge(x, a.mr->lkey, (uintptr_t)a.buf, 4096);
+  x->wr_id = 2;
+  ibv_wr_send(x);
+  ibv_wr_set_inline_data(x, "inline hello", 13);
+  if (ibv_wr_complete(x)) fail("wr_complete");
+  struct ibv_wc wc = wait_one(a.cq);
+  CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 && wc.opcode == IBV_WC_RDMA_WRITE, "wr_* WRITE completes");
+  wc = wait_one(a.cq);
+  CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && wc.opcode == IBV_WC_SEND, "wr_* inline SEND completes");
+  CHECK(!memcmp(a.buf, b.buf, 4096), "the WRITE's bytes landed at the remote address");
+  wc = wait_one(b.cq);
+  CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 77 && wc.opcode == IBV_WC_RECV && wc.byte_len == 13 &&
+            !strcmp((char *)b.buf + 8192, "inline hello"),
+        "the SEND filled the posted receive");
+
+  /* A batch with an op vrdma does not carry out posts nothing. */
+  ibv_wr_start(x);
+  x->wr_id = 3;
+  ibv_wr_local_inv(x, 1234);
+  CHECK(ibv_wr_complete(x) == EOPNOTSUPP, "wr_local_inv: EOPNOTSUPP");
+
+  /* Atomics through ibv_post_send: fetch-add returns the old value and adds. */
+  uint64_t *target = (uint64_t *)(b.buf + 16384);
+  *target = 40;
+  struct ibv_sge asge = {(uintptr_t)a.buf + 16384, 8, a.mr->lkey};
+  struct ibv_send_wr swr = {0}, *sbad;
+  swr.wr_id = 4;
+  swr.sg_list = &asge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.wr.atomic.remote_addr = (uintptr_t)target;
+  swr.wr.atomic.rkey = b.mr->rkey;
+  swr.wr.atomic.compare_add = 2;
+  if (ibv_post_send(a.qp, &swr, &sbad)) fail("post_send fetch-add");
+  wc = wait_one(a.cq);
+  CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD && *(uint64_t *)(a.buf + 16384) == 40 &&
+            *target == 42,
+        "fetch-add returns 40 and leaves 42");
+
+  /* A READ with a key the peer never gave: a remote access error, and the QP goes to error. */
+  swr.wr_id = 5;
+  swr.opcode = IBV_WR_RDMA_READ;
+  swr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+  swr.wr.rdma.rkey = b.mr->rkey ^ 0x5a5a5a5a;
+  asge.length = 64;
+  if (ibv_post_send(a.qp, &swr, &sbad)) fail("post_send READ");
+  wc = wait_one(a.cq);
+  CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 5, "a wrong rkey: IBV_WC_REM_ACCESS_ERR");
+
+  /* What vrdma does not offer fails cleanly. */
+  struct ibv_qp_init_attr ud = {.send_cq = a.cq, .recv_cq = a.cq, .qp_type = IBV_QPT_UD};
+  ud.cap.max_send_wr = ud.cap.max_recv_wr = 1;
+  errno = 0;
+  CHECK(!ibv_create_qp(pd, &ud) && errno == EOPNOTSUPP, "a UD QP: EOPNOTSUPP");
+  struct ibv_srq_init_attr sa = {0};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  errno = 0;
+  CHECK(!ibv_create_srq(pd, &sa) && errno == EOPNOTSUPP, "an SRQ: EOPNOTSUPP");
+  union ibv_gid g = {0};
+  CHECK(ibv_attach_mcast(a.qp, &g, 0) == EOPNOTSUPP, "attach_mcast: EOPNOTSUPP");
+  struct ibv_cq_init_attr_ex cqa = {.cqe = 4};
+  errno = 0;
+  CHECK(!ibv_create_cq_ex(ctx, &cqa) && errno == EOPNOTSUPP, "create_cq_ex: EOPNOTSUPP");
+  errno = 0;
+  CHECK(!ibv_reg_mr(pd, a.buf + 100, 10, IBV_ACCESS_LOCAL_WRITE) && errno == EOPNOTSUPP,
+        "a second region over a registered page: EOPNOTSUPP");
+
+  if (ibv_destroy_qp(a.qp) || ibv_destroy_qp(b.qp)) fail("destroy_qp");
+  if (ibv_dereg_mr(a.mr) || ibv_dereg_mr(b.mr)) fail("dereg_mr");
+  if (ibv_destroy_cq(a.cq) || ibv_destroy_cq(b.cq)) fail("destroy_cq");
+  if (ibv_dealloc_pd(pd) || ibv_close_device(ctx)) fail("teardown");
+  ibv_free_device_list(list);
+  printf("all checks passed\n");
+  return 0;
+}
