@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""perftest over vrdma (the unmodified Debian binaries, through vrdma-run and libvrdma-verbs.so)
+beside rdmabench -t vrdma, for the same op and size, on one router of its own. The two take turns
+for ROUNDS rounds, client on CPU 0 and server on CPU 1; the table gives each tool's median and
+the ratio (perftest / rdmabench). Latency is perftest's t_typical (its median) against
+rdmabench's p50, both one way (half the round trip) for WRITE and SEND and the full round trip
+for READ and fetch-add; bandwidth is Gb/s (10^9 bits) from both. rdmabench is given perftest's
+defaults for depth (128) and completion moderation (a signaled request every 100). Writes the
+"## perftest over vrdma beside rdmabench -t vrdma" section of bench/RESULTS.md.
+
+    bench/verbs_vs_rdmabench.py [path/to/build]
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "build")
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+LAT_ITERS = 20000
+BW_ITERS = 20000
+PORT = 18515 + 31
+
+# (label, perftest program and flags, rdmabench flags, figure)
+ROWS = [
+    ("WRITE 64 B latency [us]", ["ib_write_lat", "-s", "64"], ["--op", "write", "--mode", "lat", "--size", "64"], "lat"),
+    ("SEND 64 B latency [us]", ["ib_send_lat", "-s", "64"], ["--op", "send", "--mode", "lat", "--size", "64"], "lat"),
+    ("READ 64 B round trip [us]", ["ib_read_lat", "-s", "64"], ["--op", "read", "--mode", "lat", "--size", "64"], "lat"),
+    ("fetch-add round trip [us]", ["ib_atomic_lat", "-A", "FETCH_AND_ADD"], ["--op", "fadd", "--mode", "lat"], "lat"),
+    ("WRITE 64 KiB [Gb/s]", ["ib_write_bw", "-s", "65536"], ["--op", "write", "--mode", "bw", "--size", "64K"], "bw"),
+    ("READ 64 KiB [Gb/s]", ["ib_read_bw", "-s", "65536"], ["--op", "read", "--mode", "bw", "--size", "64K"], "bw"),
+    ("SEND 64 KiB [Gb/s]", ["ib_send_bw", "-s", "65536"], ["--op", "send", "--mode", "bw", "--size", "64K"], "bw"),
+    ("WRITE 64 B rate [Mops/s]", ["ib_write_bw", "-s", "64"], ["--op", "write", "--mode", "bw", "--size", "64"], "rate"),
+]
+
+
+def perftest(sock, argv, figure):
+    iters = LAT_ITERS if figure == "lat" else BW_ITERS
+    env = {**os.environ, "VRDMA_SOCKET": sock}
+    base = [str(BUILD / "vrdma-run"), *argv, "-p", str(PORT), "-n", str(iters)]
+    if figure != "lat":
+        base.append("--report_gbits")
+    srv = subprocess.Popen(["taskset", "-c", "1", *base], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.4)
+    out = subprocess.run(["taskset", "-c", "0", *base, "127.0.0.1"], env=env, capture_output=True, text=True, timeout=300)
+    srv.wait(timeout=60)
+    if out.returncode:
+        raise SystemExit(f"{' '.join(argv)}: {out.stdout}{out.stderr}")
+    row = [l.split() for l in out.stdout.splitlines() if l.strip()[:1].isdigit()][-1]
+    # lat: bytes iters t_min t_max t_typical ...; bw: bytes iters peak average msgrate
+    return float(row[4]) if figure == "lat" else float(row[3]) if figure == "bw" else float(row[4])
+
+
+def rdmabench(sock, flags, figure):
+    iters = LAT_ITERS if figure == "lat" else BW_ITERS
+    extra = [] if figure == "lat" else ["--depth", "128", "--signal", "100"]
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        subprocess.run([str(BUILD / "rdmabench"), "-t", "vrdma", *flags, *extra, "--iters", str(iters), "--cpus", "0",
+                        "--server-cpus", "1", "--json", f.name], env={**os.environ, "VRDMA_SOCKET": sock},
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+        res = json.loads(Path(f.name).read_text().splitlines()[0])["results"]
+    return res["lat_us"]["p50"] if figure == "lat" else res["gbps"] if figure == "bw" else res["mops"]
+
+
+def main():
+    if not shutil.which("ib_write_bw") or not (BUILD / "vrdma-run").exists():
+        raise SystemExit("needs perftest (apt-get install perftest libpci3) and vrdma-run (libibverbs-dev at build)")
+    d = Path(tempfile.mkdtemp(prefix="verbs-bench-"))
+    sock = str(d / "s")
+    router = subprocess.Popen([str(BUILD / "vrdmad"), "--socket", sock, "-q"], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    got = {label: {"perftest": [], "rdmabench": []} for label, *_ in ROWS}
+    try:
+        for rnd in range(ROUNDS):
+            for label, pargv, rflags, figure in ROWS:  # the two tools take turns, row by row
+                got[label]["perftest"].append(perftest(sock, pargv, figure))
+                got[label]["rdmabench"].append(rdmabench(sock, rflags, figure))
+            print(f"round {rnd + 1}/{ROUNDS} done", file=sys.stderr)
+    finally:
+        router.kill()
+        router.wait()
+        shutil.rmtree(d, ignore_errors=True)
+    write_section(got)
+
+
+def write_section(got):
+    lines = [f"`bench/verbs_vs_rdmabench.py` (in `make compare`), {ROUNDS} rounds taking turns, one vrdmad, client on",
+             "CPU 0 and server on CPU 1, this 2-core VM. perftest 4.5 runs unmodified through `vrdma-run`; rdmabench",
+             "gets perftest's depth and moderation. Medians (range over rounds); ratio = perftest / rdmabench.", "",
+             "| figure | perftest over vrdma | rdmabench -t vrdma | ratio |", "|---|---|---|---|"]
+    outside = []
+    for label, *_ in ROWS:
+        p, r = got[label]["perftest"], got[label]["rdmabench"]
+        ratio = statistics.median(p) / statistics.median(r)
+        lines.append(f"| {label} | {statistics.median(p):.3g} ({min(p):.3g}-{max(p):.3g}) | "
+                     f"{statistics.median(r):.3g} ({min(r):.3g}-{max(r):.3g}) | {ratio:.2f} |")
+        if abs(ratio - 1) > 0.15:
+            outside.append(f"{label} ({ratio:.2f})")
+    lines.append("")
+    lines.append("Outside 15%: " + (", ".join(outside) if outside else "none") + ".")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    subprocess.run([sys.executable, str(ROOT / "bench/results_md.py"), "## perftest over vrdma beside rdmabench -t vrdma",
+                    str(ROOT / "bench/RESULTS.md")], input=text, text=True, check=True)
+
+
+if __name__ == "__main__":
+    main()
