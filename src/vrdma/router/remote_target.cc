@@ -81,6 +81,9 @@ void Router::link_op(const proto::LinkMessage& m) {
     link_send(m.h.from, LinkType::op_reply, m.h.req, proto::LinkOpReply{VRDMA_WC_REM_OP_ERR});
     return;
   }
+  // Answers to this QP's own requests that came before this op on the link complete first: the
+  // owner must not see the peer's reply before the completion of what it replies to.
+  retire_remote(*q, usage_.at(sessions_.at(q->owner).tenant.name));
   RemoteIn in;
   in.op = op;
   in.payload.assign(m.tail.begin(), m.tail.end());
