@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli.hh"
+#include "cluster_flags.hh"
 #include "core/bytes.hh"
 #include "transport/registry.hh"
 
@@ -193,6 +194,12 @@ FlagResult<Command> build_command(const FlagValues& values) {
   }
   if (FlagError e = apply_all(values, cmd); !e.status) return e;
   if (FlagError e = check_between_flags(values, cmd); !e.status) return e;
+  if (values.given("cluster")) {
+    bench::SpecProblem p = bench::first_problem(cmd.spec);
+    if (!p.status) return blame(values, p.flags, p.status);
+    return cluster_command(values, std::move(cmd));
+  }
+  if (FlagError e = cluster_flag_without_cluster(values); !e.status) return e;
   if (values.given("server")) return server_command(values, std::move(cmd));
   return client_command(values, std::move(cmd));
 }

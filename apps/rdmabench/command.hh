@@ -6,6 +6,7 @@
 #include "bench/client.hh"
 #include "bench/server.hh"
 #include "bench/spec.hh"
+#include "cluster/options.hh"
 #include "report/report_sink.hh"
 
 namespace rb::app {
@@ -20,7 +21,7 @@ struct GivenFlag {
 };
 
 struct Command {
-  enum class Kind { client, server, loopback, list, version, help, job } kind = Kind::loopback;
+  enum class Kind { client, server, loopback, cluster, list, version, help, job } kind = Kind::loopback;
   bench::RunSpec spec;
   bench::ClientOptions client;
   report::OutputPaths output;
@@ -30,6 +31,7 @@ struct Command {
   bool list_json = false;        // --list json
   std::string job;               // --job FILE
   std::vector<GivenFlag> given;  // --job: the other flags on the command line
+  cluster::ClusterOptions cluster;
 };
 
 }  // namespace rb::app

@@ -17,6 +17,7 @@ Part& part_of(Command& c) {
   else if constexpr (std::is_same_v<Part, transport::Selection>) return c.spec.transport;
   else if constexpr (std::is_same_v<Part, bench::ServerOptions>) return c.server;
   else if constexpr (std::is_same_v<Part, report::OutputPaths>) return c.output;
+  else if constexpr (std::is_same_v<Part, cluster::ClusterOptions>) return c.cluster;
   else return c;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/bytes.hh"
+#include "cluster_flags.hh"
 #include "flag_apply.hh"
 #include "transport/registry.hh"
 #include "transport_help.hh"
@@ -182,6 +183,26 @@ void output_flags(TableBuilder& t) {
 
 }  // namespace
 
+void cluster_flags(TableBuilder& t) {
+  using cluster::ClusterOptions;
+  t.group("Cluster");
+  t.switch_("--cluster", "run across N hosts: under mpirun or srun (one rank per host), or over --hosts");
+  t.value("--hosts", "FILE", "no launcher: one HOST[:PORT] a line, each running rdmabench --server",
+          text(&ClusterOptions::hosts_file));
+  t.value("--pattern", "TEXT", "pairs (every ordered pair, one peer per host at a time) | ring | alltoall | "
+                               "incast N:1 (default pairs)", apply_pattern);
+  t.value("--expect-bw", "TEXT", "fail (exit 3) naming each pair below this: 0.9xline (a share of the link speed "
+                                 "the provider reports) or 25Gbps", apply_expect_bw);
+  t.value("--expect-lat", "TEXT", "fail (exit 3) naming each pair whose p50 latency is above this, e.g. 2.5us",
+          apply_expect_lat);
+  t.value("--outlier-bw", "FLOAT", "a pair below this share of the median bw is an outlier", apply_outlier_bw)
+      .default_text = "0.8";
+  t.value("--outlier-lat", "FLOAT", "a pair above this multiple of the median latency is an outlier", apply_outlier_lat)
+      .default_text = "2";
+  t.value("--data-net", "IFACE", "under a launcher: the interface whose address each rank's data path uses "
+                                 "(default: the address the host name resolves to)", text(&ClusterOptions::data_net));
+}
+
 const std::vector<FlagInfo>& flag_table() {
   static const std::vector<FlagInfo> table = [] {
     TableBuilder t;
@@ -190,6 +211,7 @@ const std::vector<FlagInfo>& flag_table() {
     run_flags(t);
     addressing_flags(t);
     output_flags(t);
+    cluster_flags(t);
     return t.take();
   }();
   return table;

@@ -10,6 +10,7 @@
 
 #include "bench/client.hh"
 #include "bench/server.hh"
+#include "cluster/run.hh"
 #include "cli.hh"
 #include "job.hh"
 #include "job_runner.hh"
@@ -106,6 +107,15 @@ int main(int argc, char** argv) {
   // What this machine must offer, then the output files: both are checked before anything starts
   // (a connection, the loopback child), so a mistake is exit 2 with nothing left behind.
   if (rb::Status usable = rb::app::check_usable_here(cmd->spec); !usable) return exit_code(usable);
+  if (cmd->kind == Kind::cluster) {
+    rb::bench::ServerOptions serve = cmd->server;
+    serve.domain = cmd->spec.transport.domain;
+    serve.domains = cmd->spec.domains;
+    serve.cpus = cmd->spec.cpus;
+    serve.quiet = true;
+    rb::cluster::ClusterJob job{cmd->spec, cmd->cluster, serve, cmd->output.json};
+    return rb::cluster::run_cluster(&argc, &argv, job, signals.stop());
+  }
   auto sink = rb::report::ReportSink::open(cmd->output);
   if (!sink) return exit_code(sink.status());
   if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop()));

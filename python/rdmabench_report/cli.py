@@ -1,4 +1,4 @@
-"""Command line: rdmabench-report plot | compare | summary."""
+"""Command line: rdmabench-report plot | compare | summary | heatmap."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from . import __version__
 from .compare import render_compare
 from .errors import ReportError
 from .fmt import TABLE_FORMATS
+from .heatmap import heatmaps
 from .load import load_files
 from .metrics import METRIC_NAMES, canonical_metric
 from .plot import plot_all
@@ -62,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
                                               "sample stdev of gbps, mops, p50, p99.")
     summary.add_argument("files", nargs="+", metavar="RESULTS.jsonl")
     summary.add_argument("--format", choices=TABLE_FORMATS, default="text")
+
+    heatmap = commands.add_parser("heatmap", help="write a PNG heat-map per (op, mode, size) of a cluster run",
+                                  description="Hosts by hosts (row: source, column: destination): bw in "
+                                              "Gb/s, lat in p50 us, outliers in red; from rdmabench "
+                                              "--cluster --json records.")
+    heatmap.add_argument("files", nargs="+", metavar="RESULTS.jsonl")
+    heatmap.add_argument("-o", "--out-dir", required=True, metavar="DIR",
+                         help="directory for the PNG files (created if missing)")
     return parser
 
 
@@ -83,6 +92,9 @@ def run(args: argparse.Namespace) -> None:
         print(text)
         for note in notes:
             _note(note)
+    elif args.command == "heatmap":
+        for path in heatmaps(load_files(args.files), args.out_dir):
+            print(path)
     elif args.command == "summary":
         print(render_summary(summarize(load_files(args.files)), args.format))
 

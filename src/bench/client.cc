@@ -47,7 +47,7 @@ class ClientRun {
 
  private:
   Status connect() {
-    auto ch = bootstrap::Channel::connect(o_.server, s_.timeout_s);
+    auto ch = o_.connect ? o_.connect(s_.timeout_s) : bootstrap::Channel::connect(o_.server, s_.timeout_s);
     if (!ch) return ch.status();
     server_ = protocol::Peer(std::move(ch.value()), "server", s_.timeout_s);
     return {};
@@ -85,7 +85,8 @@ class ClientRun {
   }
 
   RunInfo run_info() const {
-    RunInfo info{&s_, sess_->domain().info(), bootstrap::host_port_text(o_.server),
+    RunInfo info{&s_, sess_->domain().info(),
+                 o_.server_name.empty() ? bootstrap::host_port_text(o_.server) : o_.server_name,
                  clock_.uses_tsc() ? fmt::format("tsc {:.2f} GHz", clock_.ghz()) : "clock_gettime", {}, 0};
     for (auto& d : sess_->domains) info.domains.push_back(d->info().domain);
     // The line rate a bw row is a share of: every rail's link, when the provider reports them all.

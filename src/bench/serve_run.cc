@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/drive.hh"
 #include "bench/serve_phase.hh"
 #include "bench/session.hh"
 #include "core/clock.hh"
@@ -22,7 +23,7 @@ class ServeRun {
   // Fills `was_run` once the client's hello was accepted.
   Status run(bool& was_run) {
     Status st = receive_hello();
-    if (!st) return st;
+    if (!st || drove_) return was_run = drove_, st;
     was_run = true;
     client_.set_timeout(s_.timeout_s);
     st = open_local_session();
@@ -42,8 +43,11 @@ class ServeRun {
   }
 
   Status receive_hello() {
-    auto hello = client_.expect<protocol::Hello>(&stop_);
-    if (!hello) return reject(hello.status());
+    auto first = client_.receive(&stop_);
+    if (!first) return reject(first.status());
+    if (auto* d = std::get_if<protocol::Drive>(&first.value())) return drive(*d);
+    auto* hello = std::get_if<protocol::Hello>(&first.value());
+    if (!hello) return reject(client_.unexpected(first.value(), protocol::Hello::kType));
     if (hello->version != protocol::kVersion)
       return reject({Errc::unsupported, fmt::format("the client at {} speaks control protocol {} (rdmabench {}), this "
                                                     "server {} (rdmabench {}): run the same rdmabench version on both hosts",
@@ -54,6 +58,24 @@ class ServeRun {
     s_ = std::move(hello->spec);
     rail_ips_ = std::move(hello->rail_ips);
     return {};
+  }
+
+  // A cluster coordinator's request to run a pair from this host: a client run of our own, to the
+  // target's server. Its records and its end go to the coordinator; no session is served here.
+  Status drive(const protocol::Drive& d) {
+    if (d.version != protocol::kVersion)
+      return reject({Errc::unsupported, fmt::format("the coordinator at {} speaks control protocol {} (rdmabench {}), "
+                                                    "this server {} (rdmabench {}): run the same rdmabench everywhere",
+                                                    client_.address(), d.version, d.software, protocol::kVersion,
+                                                    RDMABENCH_VERSION)});
+    auto target = bootstrap::parse_host_port(d.target, 0, "drive target");
+    if (!target) return reject(target.status());
+    if (!o_.quiet) fmt::print(stderr, "rdmabench server: cluster pair from here to {} (coordinator {})\n", d.target,
+                              client_.address());
+    Status st = drive_pair(client_, d, [t = *target](double timeout_s) { return bootstrap::Channel::connect(t, timeout_s); },
+                           stop_);
+    drove_ = true;
+    return st;
   }
 
   // The client's rails on separate NICs get one domain each here too: the server's --domains, or
@@ -109,9 +131,16 @@ class ServeRun {
   std::vector<std::string> rail_ips_;
   Clock clock_;
   std::unique_ptr<Session> sess_;
+  bool drove_ = false;
 };
 
 }  // namespace
+
+Status serve_channel(bootstrap::Channel ch, const ServerOptions& opt, const std::atomic<bool>& stop) {
+  bool was_run = false;
+  ServeRun run(std::move(ch), opt, stop);
+  return run.run(was_run);
+}
 
 int serve_connection(bootstrap::Channel ch, const ServerOptions& opt, const std::atomic<bool>& stop) {
   // Closing a transport is quick unless a provider blocks on a peer that died holding a lock.

@@ -87,6 +87,7 @@ Channel& Channel::operator=(Channel&& o) noexcept {
     if (fd_ >= 0) close(fd_);
     fd_ = o.fd_;
     o.fd_ = -1;
+    link_ = std::move(o.link_);
   }
   return *this;
 }
@@ -129,6 +130,7 @@ Result<Channel> Channel::connect(const HostPort& hp, double timeout_s) {
 }
 
 Status Channel::send_frame(char kind, const void* data, size_t len) {
+  if (link_) return link_->send_frame(kind, data, len);
   uint8_t hdr[5] = {uint8_t(kind)};
   uint32_t n = uint32_t(len);
   std::memcpy(hdr + 1, &n, 4);
@@ -154,6 +156,7 @@ Status Channel::send_frame(char kind, const void* data, size_t len) {
 
 Result<std::vector<uint8_t>> Channel::recv_frame(char kind, uint64_t max_len, double timeout_s,
                                                  const std::atomic<bool>* stop) {
+  if (link_) return link_->recv_frame(kind, max_len, timeout_s, stop);
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   auto read_all = [&](uint8_t* p, size_t l) -> Status {
     while (l) {
@@ -190,11 +193,13 @@ Result<std::vector<uint8_t>> Channel::recv_frame(char kind, uint64_t max_len, do
 }
 
 bool Channel::readable() const {
+  if (link_) return link_->readable();
   pollfd pf{fd_, POLLIN, 0};
   return ::poll(&pf, 1, 0) > 0;
 }
 
 std::string Channel::local_ip() const {
+  if (link_) return link_->local_ip();
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
@@ -202,6 +207,7 @@ std::string Channel::local_ip() const {
 }
 
 std::string Channel::peer() const {
+  if (link_) return link_->peer();
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   if (getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "(peer)";

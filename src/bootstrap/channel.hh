@@ -4,6 +4,7 @@
 // neither a dead peer, nor a Ctrl-C, nor a header claiming gigabytes can hold or bloat a process.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,27 @@ Result<HostPort> parse_host_port(const std::string& text, uint16_t default_port,
 // The inverse: "127.0.0.1:7471", "[::1]:7471" (an IPv6 host in brackets, so the text parses back).
 std::string host_port_text(const HostPort& hp);
 
+// A channel that is not a TCP socket: messages through the launcher (MPI) in cluster mode. Its
+// frames keep the TCP channel's contract: bounded waits, size caps, the same kinds.
+class FrameLink {
+ public:
+  virtual ~FrameLink() = default;
+  virtual Status send_frame(char kind, const void* data, size_t len) = 0;
+  virtual Result<std::vector<uint8_t>> recv_frame(char kind, uint64_t max_len, double timeout_s,
+                                                  const std::atomic<bool>* stop) = 0;
+  virtual bool readable() const = 0;
+  // Readable (POLLIN) while a frame waits, for loops that poll(2) on the channel.
+  virtual int wait_fd() const = 0;
+  virtual std::string local_ip() const = 0;
+  virtual std::string peer() const = 0;
+};
+
 class Channel {
  public:
   Channel() = default;
   explicit Channel(int fd) : fd_(fd) {}
-  Channel(Channel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  explicit Channel(std::unique_ptr<FrameLink> link) : link_(std::move(link)) {}
+  Channel(Channel&& o) noexcept : fd_(o.fd_), link_(std::move(o.link_)) { o.fd_ = -1; }
   Channel& operator=(Channel&& o) noexcept;
   ~Channel();
 
@@ -40,10 +57,13 @@ class Channel {
   bool readable() const;
   std::string local_ip() const;
   std::string peer() const;
-  int fd() const { return fd_; }
+  // The descriptor to poll(2) for a waiting frame; for a socket, the socket.
+  int fd() const { return link_ ? link_->wait_fd() : fd_; }
+  bool is_open() const { return fd_ >= 0 || link_ != nullptr; }
 
  private:
   int fd_ = -1;
+  std::unique_ptr<FrameLink> link_;
 };
 
 class Listener {

@@ -129,6 +129,12 @@ json body(const PhaseOutcome& m) {
                     {"gbps", m.reverse->gbps}, {"mops", m.reverse->mops}};
   return j;
 }
+json body(const Drive& m) {
+  return {{"version", m.version}, {"software", m.software}, {"spec", spec_to_json(m.spec)}, {"target", m.target},
+          {"target_rank", m.target_rank}, {"session", m.session}};
+}
+json body(const Serve& m) { return {{"from_rank", m.from_rank}, {"session", m.session}}; }
+json body(const PairRecord& m) { return {{"line", m.line}, {"line_gbps", m.line_gbps}}; }
 json body(const Error& m) { return {{"code", errc_name(m.code)}, {"message", m.message}}; }
 template <class M>
 json body(const M&) {  // messages without fields
@@ -211,6 +217,33 @@ Result<Message> outcome_from(const json& j) {
   return f.done(std::move(m));
 }
 
+Result<Message> drive_from(const json& j) {
+  Fields f(j, Drive::kType);
+  Drive m;
+  m.version = f.get<int>("version");
+  m.software = f.get<std::string>("software");
+  if (m.version != kVersion) return f.done(std::move(m));
+  auto spec = spec_from_json(f.raw("spec"));
+  if (!spec) f.fail("spec");
+  else m.spec = std::move(spec.value());
+  m.target = f.get<std::string>("target");
+  m.target_rank = f.get<int>("target_rank");
+  m.session = f.get<uint64_t>("session");
+  return f.done(std::move(m));
+}
+
+Result<Message> serve_from(const json& j) {
+  Fields f(j, Serve::kType);
+  Serve m{f.get<int>("from_rank"), f.get<uint64_t>("session")};
+  return f.done(std::move(m));
+}
+
+Result<Message> record_from(const json& j) {
+  Fields f(j, PairRecord::kType);
+  PairRecord m{f.get<std::string>("line"), f.get<double>("line_gbps")};
+  return f.done(std::move(m));
+}
+
 Result<Message> error_from(const json& j) {
   Fields f(j, Error::kType);
   Error m;
@@ -251,6 +284,11 @@ Result<Message> from_json(const nlohmann::json& j) {
   if (type == PhaseOutcome::kType) return outcome_from(j);
   if (type == Bye::kType) return Message(Bye{});
   if (type == Error::kType) return error_from(j);
+  if (type == Drive::kType) return drive_from(j);
+  if (type == Serve::kType) return serve_from(j);
+  if (type == PairRecord::kType) return record_from(j);
+  if (type == Ping::kType) return Message(Ping{});
+  if (type == Pong::kType) return Message(Pong{});
   return Status(Errc::io, fmt::format("control protocol error: unknown message type '{:.40}'", type));
 }
 

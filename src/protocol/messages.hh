@@ -16,6 +16,15 @@
 //                           <-     Alive..., PhaseOutcome | Error
 //   Bye                     ->
 //
+// Cluster mode adds a coordinator, which asks a host to run a pair as its client:
+//
+//   coordinator                    host (an `rdmabench --server`, or an MPI rank)
+//   Drive (spec, target)    ->     runs the client conversation above with the target
+//                           <-     PairRecord per phase, Alive..., then Bye | Error
+//   Serve (from, session)   ->     MPI only: the target rank serves that pair; <- Bye | Error
+//   Ping                    ->     MPI only, after a failure: is this rank still there?
+//                           <-     Pong
+//
 // Either side may send Alive at any time; a receiver skips it but counts it as a sign of life,
 // which is what lets every wait be bounded by the run's --timeout even while the other side is
 // busy for longer than that.
@@ -34,10 +43,10 @@
 namespace rb::protocol {
 
 // Bumped whenever a message gains, loses or changes a field: peers must agree on it exactly.
-constexpr int kVersion = 3;
-// The largest JSON frame either side accepts. A hello is the largest message (a run description
-// of a few KiB even with long size and CPU lists); anything claiming more is not a peer of ours.
-constexpr uint32_t kMaxMessageBytes = 64 * 1024;
+constexpr int kVersion = 4;
+// The largest JSON frame either side accepts. A PairRecord is the largest message: a phase's JSON
+// line with its latency histogram, tens of KiB; anything claiming more is not a peer of ours.
+constexpr uint32_t kMaxMessageBytes = 1024 * 1024;
 
 struct Hello {
   static constexpr const char* kType = "hello";
@@ -117,7 +126,38 @@ struct Error {
   std::string message;
 };
 
-using Message = std::variant<Hello, Ready, Connect, Connected, PhaseStart, Go, Mark, Alive, End, PhaseOutcome, Bye, Error>;
+struct Drive {
+  static constexpr const char* kType = "drive";
+  int version = kVersion;
+  std::string software;
+  bench::RunSpec spec;
+  std::string target;    // --hosts: the target's HOST:PORT
+  int target_rank = -1;  // MPI: the target's rank
+  uint64_t session = 0;  // MPI: names the pair's message tags
+};
+
+struct Serve {
+  static constexpr const char* kType = "serve";
+  int from_rank = -1;
+  uint64_t session = 0;
+};
+
+struct PairRecord {
+  static constexpr const char* kType = "record";
+  std::string line;  // the phase's JSON Lines object, as a client run writes it
+  double line_gbps = 0;  // the link speed the driver's provider reports; 0 when unknown
+};
+
+struct Ping {
+  static constexpr const char* kType = "ping";
+};
+
+struct Pong {
+  static constexpr const char* kType = "pong";
+};
+
+using Message = std::variant<Hello, Ready, Connect, Connected, PhaseStart, Go, Mark, Alive, End, PhaseOutcome, Bye, Error,
+                             Drive, Serve, PairRecord, Ping, Pong>;
 
 nlohmann::json to_json(const Message& m);
 // A frame's JSON -> the message it holds. A missing or mistyped field is an Errc::io Status that

@@ -38,7 +38,7 @@ import time
 CMD_TIMEOUT = 10      # seconds for any one `ip` command
 IFNAMSIZ = 15         # longest interface name Linux accepts
 NS_PREFIX = "rbns-"
-AUTO_NS = re.compile(r"^rbns-(\d+)-(\d+)-[ab]$")   # names made by Testbed() with no tag
+AUTO_NS = re.compile(r"^rbns-(\d+)-(\d+)-([ab]|h\d+)$")   # names made by Testbed() or Mesh() with no tag
 _seq = itertools.count(1)
 
 

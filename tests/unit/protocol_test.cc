@@ -156,7 +156,7 @@ TEST(Frames, AnOversizedHeaderIsRefusedAtOnce) {
   auto f = p.b.recv_frame('J', kMaxMessageBytes, 5);
   ASSERT_FALSE(f.is_ok());
   EXPECT_LT(seconds_since(t0), 1.0);  // from the header: no wait for a payload that never comes
-  EXPECT_NE(f.status().message().find("over the 65536 B"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("over the 1048576 B"), std::string::npos) << f.status().message();
 }
 
 TEST(Frames, AFrameOfTheWrongKindIsAProtocolError) {

@@ -1,0 +1,27 @@
+#pragma once
+// What a cluster run is asked to do, from its flags or a job file's [cluster] table.
+#include <string>
+
+#include "bench/server.hh"
+#include "bench/spec.hh"
+#include "cluster/outcome.hh"
+#include "cluster/schedule.hh"
+
+namespace rb::cluster {
+
+struct ClusterOptions {
+  bool enabled = false;    // --cluster
+  std::string hosts_file;  // --hosts: no launcher; every host runs `rdmabench --server`
+  Pattern pattern;
+  Thresholds thresholds;
+  std::string data_net;    // MPI: the interface whose address each rank's data path uses
+};
+
+struct ClusterJob {
+  bench::RunSpec spec;
+  ClusterOptions cluster;
+  bench::ServerOptions server;  // how an MPI rank serves its pairs (--domain, --cpus)
+  std::string json;             // --json: one line per pair and phase
+};
+
+}  // namespace rb::cluster

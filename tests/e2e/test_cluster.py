@@ -1,0 +1,296 @@
+"""Cluster mode: rdmabench --cluster under mpirun (4 ranks on this machine) and over a --hosts file
+(servers on loopback, and 3 hosts in network namespaces joined by a veth mesh, one link slowed
+with tc tbf). The records, the matrix, the outliers, the acceptance verdict and a host that dies.
+
+Every address is loopback or inside the namespaces; MPI's own traffic is held to lo and shared
+memory (OMPI_MCA_* below).
+"""
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run
+from test_netns import wait_listening
+
+sys.path.insert(0, str(ROOT / "tests" / "netns"))
+import mesh  # noqa: E402
+import testbed  # noqa: E402
+
+RANKS = 4
+MPI_ENV = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1", "OMPI_MCA_oob_tcp_if_include": "lo",
+           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+SHORT = ["-s", "4K", "-n", "300", "--repeat", "1", "--timeout", "20"]
+
+
+def mpirun(rdmabench, args, ranks=RANKS, timeout=180, extra=()):
+    assert shutil.which("mpirun"), "mpirun missing: `make` installs openmpi-bin"
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", *extra, "-np", str(ranks), rdmabench, "--cluster",
+            "--data-net", "lo", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
+
+
+def records(path):
+    return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+
+
+def pairs_of(recs):
+    return {(r["cluster"]["src_rank"], r["cluster"]["dst_rank"]) for r in recs}
+
+
+def every_ordered_pair(n):
+    return {(i, j) for i in range(n) for j in range(n) if i != j}
+
+
+@pytest.mark.parametrize("transport", ["ofi:shm", "ofi:tcp", "tcp"])
+def test_mpirun_pairs_cover_every_ordered_pair_one_peer_at_a_time(rdmabench, tmp_path, transport):
+    out = tmp_path / "c.jsonl"
+    r = mpirun(rdmabench, ["-t", transport, *SHORT, "--validate", "--json", str(out)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = records(out)
+    assert len(recs) == RANKS * (RANKS - 1)
+    assert pairs_of(recs) == every_ordered_pair(RANKS)
+    by_round = {}
+    for rec in recs:
+        c = rec["cluster"]
+        assert c["pattern"] == "pairs" and c["hosts"] == RANKS
+        assert c["src_host"].startswith(f"rank {c['src_rank']} (") and c["dst_host"].startswith(f"rank {c['dst_rank']} (")
+        assert rec["transport"] == transport.split(":")[0]
+        assert rec["results"]["iterations"] == 300 and rec["results"]["gbps"] > 0
+        assert rec["params"]["validate"] is True
+        by_round.setdefault(c["round"], []).extend([c["src_rank"], c["dst_rank"]])
+    for ranks in by_round.values():  # each rank busy with one peer per round
+        assert len(ranks) == len(set(ranks))
+    assert "write bw 4 KiB: Gb/s (row: source, column: destination)" in r.stdout
+    assert f"cluster: pairs over {RANKS} hosts, {2 * (RANKS - 1)} of {2 * (RANKS - 1)} rounds run" in r.stdout
+
+
+@pytest.mark.parametrize("pattern,expect", [
+    ("ring", {(i, (i + 1) % RANKS) for i in range(RANKS)}),
+    ("alltoall", every_ordered_pair(RANKS)),
+    ("incast 3:1", every_ordered_pair(RANKS)),
+    ("incast 2:1", {((d + k) % RANKS, d) for d in range(RANKS) for k in (1, 2)}),
+])
+def test_mpirun_patterns(rdmabench, tmp_path, pattern, expect):
+    out = tmp_path / "c.jsonl"
+    r = mpirun(rdmabench, ["-t", "tcp", *SHORT, "--pattern", pattern, "--json", str(out)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = records(out)
+    assert pairs_of(recs) == expect and len(recs) == len(expect)
+    rounds = {}
+    for rec in recs:
+        rounds.setdefault(rec["cluster"]["round"], set()).add(rec["cluster"]["dst_rank"])
+    if pattern.startswith("incast"):
+        assert all(len(d) == 1 for d in rounds.values())  # one destination per round
+    else:
+        assert len(rounds) == 1  # every pair at once
+    assert "aggregate:" in r.stdout
+
+
+def test_mpirun_bw_and_lat_matrices_and_a_latency_threshold_that_fails_every_pair(rdmabench, tmp_path):
+    out = tmp_path / "c.jsonl"
+    r = mpirun(rdmabench, ["-t", "ofi:shm", *SHORT, "--mode", "bw,lat", "--expect-lat", "1ns", "--json", str(out)])
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "write bw 4 KiB" in r.stdout and "write lat 4 KiB: p50 latency in us" in r.stdout
+    assert f"{RANKS * (RANKS - 1)} failing pairs" in r.stderr
+    for i, j in every_ordered_pair(RANKS):
+        assert f"rank {i} (" in r.stderr and f"-> rank {j} (" in r.stderr
+    assert len(records(out)) == 2 * RANKS * (RANKS - 1)
+
+
+def rank_pid(rank, parent):
+    """The pid of MPI rank `rank` among mpirun's children (its environment says which it is)."""
+    for pid in subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True).stdout.split():
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return int(pid)
+    return None
+
+
+def test_mpirun_a_rank_that_dies_is_named_and_the_records_so_far_are_kept(rdmabench, tmp_path):
+    out = tmp_path / "c.jsonl"
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--enable-recovery", "-np", str(RANKS), rdmabench,
+            "--cluster", "--data-net", "lo", "-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "1", "--timeout", "5",
+            "--json", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **MPI_ENV})
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text().count("\n") >= 1):
+            assert proc.poll() is None and time.monotonic() < deadline, "no record came"
+            time.sleep(0.05)
+        victim = rank_pid(3, proc.pid)
+        assert victim, "rank 3 not found"
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # Rank 0 says which rank is gone, within --timeout and its few seconds of asking.
+    assert "rank 3 (" in stderr and "does not answer" in stderr, stdout + stderr
+    assert time.monotonic() - killed < 5 + 10
+    kept = records(out)
+    assert kept and all(3 not in (r["cluster"]["src_rank"], r["cluster"]["dst_rank"]) or r["results"]["iterations"] > 0
+                        for r in kept)
+    assert "rounds run" in stdout
+
+
+def test_cluster_without_a_launcher_or_hosts_says_how(rdmabench):
+    r = run([rdmabench, "--cluster", "-t", "tcp"], timeout=30)
+    assert r.returncode == 2
+    assert "no launcher found and no --hosts" in r.stderr and "mpirun" in r.stderr
+
+
+@contextlib.contextmanager
+def loopback_servers(rdmabench, ports):
+    procs = [subprocess.Popen([rdmabench, "--server", "-q", "--addr", f"127.0.0.1:{p}"], stderr=subprocess.PIPE, text=True)
+             for p in ports]
+    try:
+        for p, port in zip(procs, ports):
+            wait_listening(p, port)
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+
+
+def three_ports(free_port):
+    return [free_port, free_port + 1, free_port + 2]
+
+
+def test_hosts_file_on_loopback_pairs_and_an_absolute_threshold(rdmabench, tmp_path, free_port):
+    ports = three_ports(free_port)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# three servers on this machine\n" + "".join(f"127.0.0.1:{p}\n" for p in ports))
+    out = tmp_path / "c.jsonl"
+    with loopback_servers(rdmabench, ports):
+        ok = run([rdmabench, "--cluster", "--hosts", str(hosts), "-t", "tcp", *SHORT, "--json", str(out)], timeout=120)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert pairs_of(records(out)) == every_ordered_pair(3)
+        assert all(r["cluster"]["src_host"] == f"127.0.0.1:{ports[r['cluster']['src_rank']]}" for r in records(out))
+        miss = run([rdmabench, "--cluster", "--hosts", str(hosts), "-t", "tcp", *SHORT, "--expect-bw", "100000Gbps"],
+                   timeout=120)
+    assert miss.returncode == 3, miss.stdout + miss.stderr
+    assert "6 failing pairs" in miss.stderr and "< 100000 Gb/s" in miss.stderr
+    assert "!" in miss.stdout  # marked in the matrix
+    # The report tool turns the records into a heat-map.
+    pytest.importorskip("rdmabench_report.heatmap")
+    h = subprocess.run([sys.executable, "-m", "rdmabench_report", "heatmap", str(out), "-o", str(tmp_path / "figs")],
+                       capture_output=True, text=True, timeout=120)
+    assert h.returncode == 0, h.stderr
+    png = tmp_path / "figs" / "heatmap_write_bw_4096.png"
+    assert h.stdout.split() == [str(png)] and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--hosts", "/nonexistent/hosts"], "--hosts /nonexistent/hosts: cannot read it"),
+    (["--hosts", "ONE", "--pattern", "ring"], "lists 1 host; a cluster run needs at least 2"),
+    (["--hosts", "THREE", "--pattern", "incast 3:1"], "--pattern incast 3:1 needs 4 hosts, this job has 3"),
+    (["--hosts", "THREE", "--pattern", "star"], "--pattern 'star': give pairs, ring, alltoall"),
+    (["--hosts", "THREE", "--expect-bw", "0.9xlink"], "--expect-bw '0.9xlink'"),
+    (["--hosts", "THREE", "--expect-lat", "2us"], "--expect-lat judges latency, and this run has no --mode lat"),
+    (["--hosts", "THREE", "--json", "/nonexistent/dir/x.jsonl"], "--json /nonexistent/dir/x.jsonl: cannot open"),
+])
+def test_cluster_input_errors_are_exit_2_before_anything_starts(rdmabench, tmp_path, args, message):
+    (tmp_path / "ONE").write_text("127.0.0.1:1\n")
+    (tmp_path / "THREE").write_text("127.0.0.1:1\n127.0.0.1:2\n127.0.0.1:3\n")
+    args = [str(tmp_path / a) if a in ("ONE", "THREE") else a for a in args]
+    r = run([rdmabench, "--cluster", "-t", "tcp", *args], timeout=30)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+# --- three hosts in network namespaces ------------------------------------------------------------
+
+@pytest.fixture
+def three_hosts(rdmabench, tmp_path):
+    ok, why = testbed.available()
+    if not ok:
+        pytest.skip(f"netns mesh: {why}")
+    testbed.reap_stale()
+    m = mesh.Mesh(3).up()
+    procs = []
+    try:
+        for i in range(3):
+            procs.append(subprocess.Popen(m.exec_argv(i, [rdmabench, "--server", "-q", "--addr", f"{m.addr(i)}:7471"]),
+                                          stderr=subprocess.DEVNULL))
+        for p in procs:
+            wait_listening(p, 7471)
+        hosts = tmp_path / "hosts"
+        hosts.write_text("".join(f"{m.addr(i)}\n" for i in range(3)))
+        m.hosts_file = hosts
+        yield m
+    finally:
+        m.down()
+        for p in procs:
+            p.wait(timeout=10)
+
+
+def coordinator(m, rdmabench, args, **kw):
+    """The coordinator runs inside host 0's namespace: it reaches every host there, and nothing else."""
+    return m.exec_argv(0, [rdmabench, "--cluster", "--hosts", str(m.hosts_file), *args])
+
+
+def test_a_slowed_link_is_the_outlier_and_fails_expect_bw(rdmabench, three_hosts, tmp_path):
+    m = three_hosts
+    m.slow(0, 2, "50mbit")
+    out = tmp_path / "c.jsonl"
+    r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "1", "--repeat", "1", "--expect-bw", "1Gbps",
+                                       "--json", str(out)]), timeout=120)
+    assert r.returncode == 3, r.stdout + r.stderr
+    slow = {(m.addr(0), m.addr(2)), (m.addr(2), m.addr(0))}
+    # The failing pairs are exactly the two directions of the slowed link.
+    named = {(a, b) for a, b in ((m.addr(i), m.addr(j)) for i in range(3) for j in range(3) if i != j)
+             if any(f"{a}:7471 -> {b}:7471: write bw 64K" in l for l in r.stderr.splitlines())}
+    assert named == slow, r.stderr
+    assert "2 failing pairs" in r.stderr
+    outliers = r.stdout.split("outliers (below 0.8 x the median):", 1)[1]
+    for a, b in slow:
+        assert f"{a}:7471 -> {b}:7471:" in outliers, r.stdout
+    recs = records(out)
+    assert len(recs) == 6
+    for rec in recs:
+        c = rec["cluster"]
+        pair = (c["src_host"].split(":")[0], c["dst_host"].split(":")[0])
+        assert (rec["results"]["gbps"] < 0.1) == (pair in slow), (pair, rec["results"]["gbps"])
+
+
+def test_a_host_that_dies_is_named_within_the_timeout_and_the_records_so_far_are_kept(rdmabench, three_hosts, tmp_path):
+    m = three_hosts
+    out = tmp_path / "c.jsonl"
+    proc = subprocess.Popen(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "1", "--repeat", "1",
+                                                       "--timeout", "5", "--json", str(out)]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text().count("\n") >= 1):
+            assert proc.poll() is None and time.monotonic() < deadline, "no record came"
+            time.sleep(0.05)
+        for pid in m.pids(2):  # host 2 (10.78.0.3): its server and the runs it serves
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, stdout + stderr
+    assert time.monotonic() - killed < 5 + 5
+    assert f"host 2 ({m.addr(2)}:7471) does not answer" in stderr, stderr
+    kept = records(out)
+    assert len(kept) >= 1 and all(r["results"]["iterations"] > 0 for r in kept)
+    assert "rounds run" in stdout

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""N hosts in N network namespaces, every two joined by a veth pair of their own: a full mesh, so
+each link can be slowed (tc tbf) or cut on its own and a test knows exactly which pairs cross it.
+
+    host i: namespace rbns-<pid>-<seq>-h<i>, address 10.78.0.<i+1>/32 on lo
+    link i-j: veth rbm<i><j>x<sfx> (in host i) <-> rbm<j><i>x<sfx> (in host j), routing only
+              10.78.0.<j+1> from i (and back), with the host address as the source
+
+Only private addresses, only inside the namespaces. Needs root and iproute2; reuses testbed.py's
+helpers (bounded `ip` commands, killing what runs inside at teardown, reaping stale beds).
+"""
+import itertools
+import os
+import subprocess
+import time
+
+import testbed
+from testbed import CMD_TIMEOUT, NS_PREFIX, _ip
+
+_seq = itertools.count(1)
+
+
+class Mesh:
+    __test__ = False
+
+    def __init__(self, hosts=3):
+        if not 2 <= hosts <= 9:
+            raise ValueError("hosts must be 2..9")
+        self.hosts = hosts
+        seq = next(_seq)
+        self.ns = [f"{NS_PREFIX}{os.getpid()}-{seq}-h{i}" for i in range(hosts)]
+        self.suffix = f"{os.getpid() % 0xfffff:x}{seq:x}"
+        self.created = []
+
+    def addr(self, i):
+        return f"10.78.0.{i + 1}"
+
+    def iface(self, i, j):
+        """Host i's end of the link to host j."""
+        return f"rbm{i}{j}x{self.suffix}"
+
+    def exec_argv(self, i, argv):
+        return ["ip", "netns", "exec", self.ns[i], *argv]
+
+    def up(self):
+        try:
+            for i, ns in enumerate(self.ns):
+                _ip("netns", "add", ns)
+                self.created.append(ns)
+                subprocess.run(self.exec_argv(i, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                                                  "net.ipv6.conf.default.disable_ipv6=1"]),
+                               capture_output=True, timeout=CMD_TIMEOUT)
+                _ip("-n", ns, "link", "set", "lo", "up")
+                _ip("-n", ns, "addr", "add", f"{self.addr(i)}/32", "dev", "lo")
+            for i, j in itertools.combinations(range(self.hosts), 2):
+                a, b = self.iface(i, j), self.iface(j, i)
+                _ip("link", "add", a, "netns", self.ns[i], "type", "veth", "peer", "name", b, "netns", self.ns[j])
+                for h, dev, other in ((i, a, j), (j, b, i)):
+                    _ip("-n", self.ns[h], "link", "set", dev, "up")
+                    _ip("-n", self.ns[h], "route", "add", f"{self.addr(other)}/32", "dev", dev, "src", self.addr(h))
+            self.wait_ready()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def wait_ready(self, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        for i, j in itertools.permutations(range(self.hosts), 2):
+            while True:
+                r = _ip("-n", self.ns[i], "link", "show", "dev", self.iface(i, j), check=False)
+                if "state UP" in r.stdout or "LOWER_UP" in r.stdout:
+                    break
+                if time.monotonic() > deadline:
+                    raise testbed.TestbedError(f"{self.iface(i, j)} not up after {timeout}s")
+                time.sleep(0.02)
+
+    def slow(self, i, j, rate="50mbit"):
+        """Token-bucket both directions of link i-j (netem is not in every kernel; tbf is)."""
+        for h, dev in ((i, self.iface(i, j)), (j, self.iface(j, i))):
+            _ip_tc(self.ns[h], ["qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kbit",
+                                "latency", "400ms"])
+
+    def pids(self, i):
+        r = _ip("netns", "pids", self.ns[i], check=False)
+        return [int(t) for t in r.stdout.split()]
+
+    def down(self):
+        errors = []
+        for ns in reversed(self.created):
+            try:
+                testbed.delete_namespace(ns)
+            except (testbed.TestbedError, OSError, subprocess.TimeoutExpired) as e:
+                errors.append(str(e))
+        self.created = []
+        if errors:
+            raise testbed.TestbedError("; ".join(errors))
+
+    def __enter__(self):
+        return self.up()
+
+    def __exit__(self, *exc):
+        self.down()
+        return False
+
+
+def _ip_tc(ns, args):
+    r = subprocess.run(["ip", "netns", "exec", ns, "tc", *args], capture_output=True, text=True, timeout=CMD_TIMEOUT)
+    if r.returncode != 0:
+        raise testbed.TestbedError(f"tc {' '.join(args)} in {ns}: {r.stderr.strip() or r.returncode}")
