@@ -142,10 +142,20 @@ std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const 
   return out;
 }
 
-// Checks a key of [defaults], [matrix] or [[run]] and finds its flag.
-Result<const FlagInfo*> job_flag(const std::string& key, int line, const std::string& path, bool in_defaults) {
+enum class Table { defaults, matrix, run, cluster };
+
+// Checks a key of [defaults], [matrix], [[run]] or [cluster] and finds its flag. Cluster mode's
+// flags live in [cluster] alone, and it holds nothing else.
+Result<const FlagInfo*> job_flag(const std::string& key, int line, const std::string& path, Table table) {
   const FlagInfo* f = find_flag(key);
   if (!f) return key_error(path, line, key, unknown_key(key));
+  bool cluster_flag = f->group == "Cluster";
+  if (table == Table::cluster && (!cluster_flag || f->name == "cluster"))
+    return key_error(path, line, key, f->name == "cluster" ? "the [cluster] table itself makes the job a cluster run; drop the key"
+                                                           : "not a cluster setting; put it under [defaults]");
+  if (table != Table::cluster && cluster_flag)
+    return key_error(path, line, key, "a cluster setting; put it under a [cluster] table");
+  bool in_defaults = table == Table::defaults || table == Table::cluster;
   if (!f->in_job)
     return key_error(path, line, key,
                      fmt::format("--{} is not a run flag; a job is a client: leave it out (start a server with rdmabench --server)", f->name));
@@ -163,11 +173,11 @@ Status check_repeat(const Settings& seen, const Setting& s, const std::string& p
 }
 
 // [defaults] or one [[run]]: flag = value, in file order.
-Result<Settings> read_flags(const toml::table& t, const std::string& path, bool in_defaults) {
+Result<Settings> read_flags(const toml::table& t, const std::string& path, Table table) {
   Settings out;
   for (auto [k, v] : in_file_order(t)) {
     int line = line_of(k->source());
-    auto f = job_flag(std::string(k->str()), line, path, in_defaults);
+    auto f = job_flag(std::string(k->str()), line, path, table);
     if (!f) return f.status();
     auto s = to_setting(*v, **f, std::string(k->str()), line, path);
     if (!s) return s.status();
@@ -184,7 +194,7 @@ Result<std::vector<Axis>> read_matrix(const toml::table& t, const std::string& p
   for (auto [k, v] : in_file_order(t)) {
     std::string key(k->str());
     int line = line_of(k->source());
-    auto f = job_flag(key, line, path, false);
+    auto f = job_flag(key, line, path, Table::matrix);
     if (!f) return f.status();
     const toml::array* a = v->as_array();
     if (!a || a->empty())
@@ -310,13 +320,14 @@ Result<Job> parse_job(std::string_view text, const std::string& path, const std:
   std::vector<Axis> axes;
   std::vector<Settings> extra;
   std::vector<int> extra_lines;
-  int defaults_line = 1;
+  Settings cluster;
+  int defaults_line = 1, cluster_line = 0;
   for (auto [k, v] : in_file_order(root)) {
     std::string key(k->str());
     int line = line_of(k->source());
     if (key == "defaults" && v->is_table()) {
       defaults_line = line;
-      auto d = read_flags(*v->as_table(), path, true);
+      auto d = read_flags(*v->as_table(), path, Table::defaults);
       if (!d) return d.status();
       defaults = std::move(*d);
     } else if (key == "matrix" && v->is_table()) {
@@ -325,19 +336,33 @@ Result<Job> parse_job(std::string_view text, const std::string& path, const std:
       axes = std::move(*m);
     } else if (key == "run" && v->is_array_of_tables()) {
       for (const auto& t : *v->as_array()) {
-        auto r = read_flags(*t.as_table(), path, false);
+        auto r = read_flags(*t.as_table(), path, Table::run);
         if (!r) return r.status();
         extra.push_back(std::move(*r));
         extra_lines.push_back(line_of(t.source()));
       }
-    } else if (key == "defaults" || key == "matrix" || key == "run") {
+    } else if (key == "cluster" && v->is_table()) {
+      auto c = read_flags(*v->as_table(), path, Table::cluster);
+      if (!c) return c.status();
+      cluster = std::move(*c);
+      cluster_line = line;
+    } else if (key == "defaults" || key == "matrix" || key == "run" || key == "cluster") {
       return key_error(path, line, key, fmt::format("is {} here; write {}", type_name(*v),
                                                     key == "run" ? "[[run]] headers, one per extra run" : "[" + key + "] as a table header"));
     } else if (find_flag(key)) {
       return key_error(path, line, key, "a flag outside any table; put it under [defaults] (or [matrix] as an array)");
     } else {
-      return key_error(path, line, key, "not a job table; a job has [defaults], [matrix] and [[run]]");
+      return key_error(path, line, key, "not a job table; a job has [defaults], [matrix], [[run]] and [cluster]");
     }
+  }
+  if (cluster_line) {
+    // One cluster run: its sizes, ops and modes are lists already, and MPI starts once a process.
+    if (!axes.empty() || !extra.empty())
+      return key_error(path, cluster_line, "cluster", "a cluster job is one run: drop [matrix] and [[run]], and give "
+                                                       "lists in [defaults] instead (size = \"64,4K\", mode = \"bw,lat\")");
+    static const FlagInfo* on = find_flag("cluster");
+    defaults.push_back({on, "cluster", "", true, cluster_line});
+    for (auto& c : cluster) defaults.push_back(std::move(c));
   }
 
   // Command-line flags replace [defaults]; the matrix or a [[run]] setting one too is ambiguous.

@@ -65,6 +65,16 @@ int exit_code(const rb::Status& s) {
   }
 }
 
+// A cluster run's rank serves its pairs on the NICs and CPUs the run names, quietly.
+rb::cluster::ClusterJob cluster_job_of(const rb::app::Command& cmd) {
+  rb::bench::ServerOptions serve = cmd.server;
+  serve.domain = cmd.spec.transport.domain;
+  serve.domains = cmd.spec.domains;
+  serve.cpus = cmd.spec.cpus;
+  serve.quiet = true;
+  return {cmd.spec, cmd.cluster, serve, cmd.output.json};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,6 +103,9 @@ int main(int argc, char** argv) {
         return 2;
       }
     SignalWatcher signals;
+    // A [cluster] job is one cluster run (the job file refuses [matrix] and [[run]] beside it).
+    if (job->runs.size() == 1 && job->runs[0].cmd.kind == Kind::cluster)
+      return rb::cluster::run_cluster(&argc, &argv, cluster_job_of(job->runs[0].cmd), signals.stop());
     rb::Status st = rb::app::run_job(*job, signals.stop());
     if (st.is_ok()) return 0;
     fmt::print(stderr, "rdmabench: error: {}\n", st.message());
@@ -107,15 +120,7 @@ int main(int argc, char** argv) {
   // What this machine must offer, then the output files: both are checked before anything starts
   // (a connection, the loopback child), so a mistake is exit 2 with nothing left behind.
   if (rb::Status usable = rb::app::check_usable_here(cmd->spec); !usable) return exit_code(usable);
-  if (cmd->kind == Kind::cluster) {
-    rb::bench::ServerOptions serve = cmd->server;
-    serve.domain = cmd->spec.transport.domain;
-    serve.domains = cmd->spec.domains;
-    serve.cpus = cmd->spec.cpus;
-    serve.quiet = true;
-    rb::cluster::ClusterJob job{cmd->spec, cmd->cluster, serve, cmd->output.json};
-    return rb::cluster::run_cluster(&argc, &argv, job, signals.stop());
-  }
+  if (cmd->kind == Kind::cluster) return rb::cluster::run_cluster(&argc, &argv, cluster_job_of(*cmd), signals.stop());
   auto sink = rb::report::ReportSink::open(cmd->output);
   if (!sink) return exit_code(sink.status());
   if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop()));

@@ -51,8 +51,17 @@ Status check_usable_here(const bench::RunSpec& spec) { return UsableHere().check
 Status UsableHere::check(const bench::RunSpec& spec) {
   const transport::TransportEntry* entry = transport::find_transport(spec.transport.name);
   if (!entry || !entry->probe) return {};  // check_selection has named an unknown one already
-  auto it = probed_.find(entry->name);
-  if (it == probed_.end()) it = probed_.emplace(entry->name, entry->probe()).first;
+  // A transport whose -o options decide where to look is probed as the run's options say.
+  std::string key = entry->name;
+  std::function<std::vector<transport::Availability>()> probe = entry->probe;
+  if (entry->probe_with) {
+    auto args = transport::check_selection(spec.transport);
+    if (!args) return args.status();
+    for (const auto& [k, v] : spec.transport.options) key += fmt::format(" {}={}", k, v);
+    probe = [entry, opts = args->options] { return entry->probe_with(opts); };
+  }
+  auto it = probed_.find(key);
+  if (it == probed_.end()) it = probed_.emplace(key, probe()).first;
   std::function<transport::Availability(const std::string&)> ask;
   if (entry->any_variant && !spec.transport.variant.empty()) ask = entry->probe_variant;
   return judge(spec, it->second, ask);

@@ -22,7 +22,7 @@ class UsableHere {
   Status check(const bench::RunSpec& spec);
 
  private:
-  std::map<std::string, std::vector<transport::Availability>> probed_;  // by transport name
+  std::map<std::string, std::vector<transport::Availability>> probed_;  // by transport name (and -o, for probe_with)
 };
 
 }  // namespace rb::app

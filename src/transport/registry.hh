@@ -62,6 +62,9 @@ struct TransportEntry {
   std::function<Result<std::unique_ptr<Domain>>(const OpenArgs&)> open;
   // Required: what --list says, one line per usable or unusable instance.
   std::function<std::vector<Availability>()> probe;
+  // Optional: probe() as a run's -o options say, for a transport whose options decide what there
+  // is to find (vrdma: -o socket names the router to ask). The pre-run check uses it when given.
+  std::function<std::vector<Availability>(const OptionValues& options)> probe_with;
   // Optional, with any_variant: whether a variant probe() does not list is usable here (ucx: any
   // UCX_TLS list), so the pre-run check can judge it instead of refusing it as unknown.
   std::function<Availability(const std::string& variant)> probe_variant;

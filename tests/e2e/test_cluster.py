@@ -294,3 +294,48 @@ def test_a_host_that_dies_is_named_within_the_timeout_and_the_records_so_far_are
     kept = records(out)
     assert len(kept) >= 1 and all(r["results"]["iterations"] > 0 for r in kept)
     assert "rounds run" in stdout
+
+
+def test_a_cluster_job_file_keeps_the_acceptance_test(rdmabench, tmp_path, free_port):
+    ports = three_ports(free_port)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
+    out = tmp_path / "accept.jsonl"
+    job = tmp_path / "accept.toml"
+    job.write_text(f"""
+[cluster]
+hosts = "{hosts}"
+pattern = "ring"
+expect-bw = "100000Gbps"
+outlier-bw = 0.5
+
+[defaults]
+transport = "tcp"
+size = "4K"
+iters = 300
+repeat = 1
+json = "{out}"
+""")
+    with loopback_servers(rdmabench, ports):
+        r = run([rdmabench, "--job", str(job)], timeout=120)
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "cluster: ring over 3 hosts" in r.stdout and "3 failing pairs" in r.stderr
+        assert pairs_of(records(out)) == {(0, 1), (1, 2), (2, 0)}
+        # The command line still overrides the file.
+        ok = run([rdmabench, "--job", str(job), "--expect-bw", "0.001Gbps"], timeout=120)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[cluster]\npattern = "ring"\n[matrix]\nsize = ["4K", "64K"]\n[defaults]\njson = "x"\n',
+     "key 'cluster': a cluster job is one run: drop [matrix] and [[run]]"),
+    ('[defaults]\npattern = "ring"\njson = "x"\n', "key 'pattern': a cluster setting; put it under a [cluster] table"),
+    ('[cluster]\nsize = "4K"\n[defaults]\njson = "x"\n', "key 'size': not a cluster setting; put it under [defaults]"),
+    ('[cluster]\npattern = "star"\n[defaults]\njson = "x"\n', "--pattern 'star'"),
+])
+def test_cluster_job_file_mistakes_name_the_line(rdmabench, tmp_path, text, message):
+    job = tmp_path / "bad.toml"
+    job.write_text(text)
+    r = run([rdmabench, "--job", str(job)], timeout=30)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and r.stderr.startswith(str(job) + ":")

@@ -245,3 +245,17 @@ def test_data_threads_share_the_router_path(router, rdmabench):
     turns = [int(x) for x in line.split("busy turns ")[1].rstrip(")").split(",")]
     assert len(turns) == 2 and all(t > 0 for t in turns), line
     assert r.stats()[f"uid-{os.geteuid()}"]["routed_ops"] > 0
+
+
+def test_rdmabench_finds_the_router_that_o_socket_names(router, world):
+    """-o socket=PATH is where the pre-run check looks too, not only where the run connects."""
+    r = router()
+    env = {k: v for k, v in os.environ.items() if k != "VRDMA_SOCKET"}
+    ok = run([rdmabench_path(), "-t", "vrdma", "-o", f"socket={r.sock}", "-s", "4K", "-n", "100", "--repeat", "1"],
+             timeout=60, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert any(t["requests"] > 0 for t in r.stats().values())  # the run was this router's
+    missing = run([rdmabench_path(), "-t", "vrdma", "-o", f"socket={world}/none.sock", "-s", "4K", "-n", "100"],
+                  timeout=60, env=env)
+    assert missing.returncode == 2
+    assert f"no vrdma router at {world}/none.sock" in missing.stderr

@@ -78,8 +78,7 @@ Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& a) {
   return std::unique_ptr<Domain>(new VrdmaDomain(ctx, pd, socket, routed));
 }
 
-std::vector<Availability> probe() {
-  std::string socket = vrdma_default_socket();
+std::vector<Availability> probe_at(const std::string& socket) {
   vrdma_context* ctx = vrdma_open(socket.c_str());
   if (!ctx) {
     std::string why = fmt::format("{}; start vrdmad", vrdma_last_error());
@@ -91,6 +90,8 @@ std::vector<Availability> probe() {
   return {{"vrdma", true, fmt::format("{}, {} path", where, routed ? "router" : "direct"), vrdma_caps(routed)},
           {"vrdma:router", true, where + ", router path", vrdma_caps(true)}};
 }
+
+std::vector<Availability> probe() { return probe_at(vrdma_default_socket()); }
 
 }  // namespace
 
@@ -107,6 +108,7 @@ TransportEntry registry_entry() {
   e.test_variants = {"", "router"};
   e.open = open_domain;
   e.probe = probe;
+  e.probe_with = [](const OptionValues& o) { return probe_at(socket_of(o)); };
   return e;
 }
 
