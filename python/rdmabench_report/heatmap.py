@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from .errors import ReportError
 from .fmt import size_with_unit
+from .plot import output_directory
 
 Key = Tuple[str, str, int]
 
@@ -74,12 +75,7 @@ def heatmaps(records, out_dir: str) -> List[Path]:
     if not groups:
         raise ReportError("no cluster records (lines with a \"cluster\" member) in these files; "
                           "write them with rdmabench --cluster --json FILE")
-    directory = Path(out_dir)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ReportError(f"{out_dir}: cannot create the output directory ({err.strerror}); "
-                          "pass another -o DIR") from None
+    directory = output_directory(out_dir)
     written = []
     for key, cells in groups.items():
         op, mode, size = key

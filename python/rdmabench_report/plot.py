@@ -213,14 +213,20 @@ def _save(figure: Figure, path: Path, written: List[Path]) -> None:
     written.append(path)
 
 
-def plot_all(records, out_dir: str, references: Sequence[ReferenceSeries] = ()) -> Tuple[List[Path], List[str]]:
-    """Write every figure that the records support; returns (paths written, notes for the user)."""
+def output_directory(out_dir: str) -> Path:
+    """-o DIR, created if missing; a clear error when it cannot be."""
     directory = Path(out_dir)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ReportError(f"{out_dir}: cannot create the output directory ({err.strerror}); "
                           "pass another -o DIR") from None
+    return directory
+
+
+def plot_all(records, out_dir: str, references: Sequence[ReferenceSeries] = ()) -> Tuple[List[Path], List[str]]:
+    """Write every figure that the records support; returns (paths written, notes for the user)."""
+    directory = output_directory(out_dir)
     runs = group_by_run(records)
     written: List[Path] = []
     for metric, filename in (("gbps", "throughput_gbps.png"), ("mops", "message_rate_mops.png")):

@@ -105,6 +105,24 @@ def test_mpirun_bw_and_lat_matrices_and_a_latency_threshold_that_fails_every_pai
     assert len(records(out)) == 2 * RANKS * (RANKS - 1)
 
 
+def kill_after_first_record(proc, out, kill):
+    """Waits for the run's first record in `out`, calls kill(), and waits for the run to end:
+    (stdout, stderr, when kill() returned)."""
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text().count("\n") >= 1):
+            assert proc.poll() is None and time.monotonic() < deadline, "no record came"
+            time.sleep(0.05)
+        kill()
+        killed = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+        return stdout, stderr, killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def rank_pid(rank, parent):
     """The pid of MPI rank `rank` among mpirun's children (its environment says which it is)."""
     for pid in subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True).stdout.split():
@@ -123,20 +141,13 @@ def test_mpirun_a_rank_that_dies_is_named_and_the_records_so_far_are_kept(rdmabe
             "--cluster", "--data-net", "lo", "-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "1", "--timeout", "5",
             "--json", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **MPI_ENV})
-    try:
-        deadline = time.monotonic() + 60
-        while not (out.exists() and out.read_text().count("\n") >= 1):
-            assert proc.poll() is None and time.monotonic() < deadline, "no record came"
-            time.sleep(0.05)
+
+    def kill_rank_3():
         victim = rank_pid(3, proc.pid)
         assert victim, "rank 3 not found"
         os.kill(victim, signal.SIGKILL)
-        killed = time.monotonic()
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    stdout, stderr, killed = kill_after_first_record(proc, out, kill_rank_3)
     # Rank 0 says which rank is gone, within --timeout and its few seconds of asking.
     assert "rank 3 (" in stderr and "does not answer" in stderr, stdout + stderr
     assert time.monotonic() - killed < 5 + 10
@@ -274,20 +285,13 @@ def test_a_host_that_dies_is_named_within_the_timeout_and_the_records_so_far_are
     proc = subprocess.Popen(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "1", "--repeat", "1",
                                                        "--timeout", "5", "--json", str(out)]),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (out.exists() and out.read_text().count("\n") >= 1):
-            assert proc.poll() is None and time.monotonic() < deadline, "no record came"
-            time.sleep(0.05)
+
+    def kill_host_2():
         for pid in m.pids(2):  # host 2 (10.78.0.3): its server and the runs it serves
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        killed = time.monotonic()
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    stdout, stderr, killed = kill_after_first_record(proc, out, kill_host_2)
     assert proc.returncode == 1, stdout + stderr
     assert time.monotonic() - killed < 5 + 5
     assert f"host 2 ({m.addr(2)}:7471) does not answer" in stderr, stderr
