@@ -19,6 +19,7 @@ import pytest
 
 from conftest import ROOT, run
 from test_netns import wait_listening
+from test_promises import documented_fields, flatten, has_type
 
 sys.path.insert(0, str(ROOT / "tests" / "netns"))
 import mesh  # noqa: E402
@@ -68,6 +69,13 @@ def test_mpirun_pairs_cover_every_ordered_pair_one_peer_at_a_time(rdmabench, tmp
         by_round.setdefault(c["round"], []).extend([c["src_rank"], c["dst_rank"]])
     for ranks in by_round.values():  # each rank busy with one peer per round
         assert len(ranks) == len(set(ranks))
+    # Every documented field, the cluster member's included, with its documented type.
+    fields = documented_fields()
+    for rec in recs:
+        flat = flatten(rec)
+        assert not sorted(set(flat) - set(fields))
+        assert all(has_type(v, fields[p][0]) for p, v in flat.items())
+        assert all(f in flat for f in fields if f.startswith("cluster"))
     assert "write bw 4 KiB: Gb/s (row: source, column: destination)" in r.stdout
     assert f"cluster: pairs over {RANKS} hosts, {2 * (RANKS - 1)} of {2 * (RANKS - 1)} rounds run" in r.stdout
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import children_of, remove_dead_shm_names, run, wait_for_text
 
-MAX_MESSAGE = 64 * 1024
+MAX_MESSAGE = 1024 * 1024
 
 
 def send_frame(sock, payload, kind=b"J"):
@@ -101,9 +101,9 @@ def test_client_refuses_a_server_of_another_version(rdmabench, free_port):
 
 
 @pytest.mark.parametrize("payload, field", [
-    (b'{"type": "hello", "version": 3}', "software"),
+    (b'{"type": "hello", "version": 4}', "software"),
     (b'[1, 2, 3]', None),
-    (b'{"type": "hello", "version": 3, "software": "x", "rail_ips": [], "spec": {"threads": "many"}}', "spec"),
+    (b'{"type": "hello", "version": 4, "software": "x", "rail_ips": [], "spec": {"threads": "many"}}', "spec"),
     (b'{"type": "bye"}', None),
     (b'not json at all', None),
 ])
