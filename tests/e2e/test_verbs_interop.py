@@ -130,6 +130,17 @@ def serving(host, argv):
         proc.wait(timeout=10)
 
 
+def routers_said(h):
+    """For a failure's message: whether each router still runs, and the end of its log."""
+    said = []
+    for role in ("server", "client"):
+        host = h[role]
+        code = host.router.poll()
+        tail = "\n".join(host.log.read_text().splitlines()[-15:])
+        said.append(f"--- the {role}'s router: {'running' if code is None else f'exited with {code}'}; its log ends:\n{tail}")
+    return "\n".join(said)
+
+
 def pair(h, argv, client_argv=None):
     """Runs argv as server and argv + the server's address as client; both outputs back."""
     with serving(h["server"], argv) as srv:
@@ -183,8 +194,8 @@ def test_perftest(hosts, free_port, tool, variant):
         assert refused in cli.stdout + cli.stderr
         return
     out = cli.stdout + cli.stderr
-    assert cli.returncode == 0, out
-    assert src == 0, sout
+    assert cli.returncode == 0, out + routers_said(hosts)
+    assert src == 0, sout + routers_said(hosts)
     assert "vrdma0" in out and "vrdma-verbs:" not in out and "vrdma-verbs:" not in sout
     table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert table, out  # at least one row of figures
