@@ -136,7 +136,7 @@ def routers_said(h):
     for role in ("server", "client"):
         host = h[role]
         code = host.router.poll()
-        tail = "\n".join(host.log.read_text().splitlines()[-15:])
+        tail = "\n".join(host.log.read_text().splitlines()[-60:])
         said.append(f"--- the {role}'s router: {'running' if code is None else f'exited with {code}'}; its log ends:\n{tail}")
     return "\n".join(said)
 
