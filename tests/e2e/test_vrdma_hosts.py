@@ -235,3 +235,32 @@ def test_a_killed_router_fails_the_peer_host_run(hosts, free_port):
         r = client(hosts, port, ["--op", "write", "--mode", "bw", "--size", "4K", "--iters", "200", "--validate"])
         assert r.returncode == 0, r.stderr
         assert srv.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("op,victim", [("send", "server"), ("read", "client"), ("write", "server")])
+def test_a_tenant_killed_mid_stream_leaves_both_routers_serving(hosts, free_port, op, victim):
+    """kill -9 of one end while its router has RMAs in flight into or out of the victim's
+    regions (1 MiB SENDs pulled by the server's router, READs into the client's buffer, WRITEs
+    landing in the server's): the regions go with the process, but the fabric still holds their
+    bytes. Both routers must live on and serve a validated run."""
+    for round_ in range(3):
+        port = free_port + round_
+        with server(hosts, port) as srv:
+            c = subprocess.Popen(hosts.argv("b", [rdmabench_path(), "--addr", f"{hosts.bed.addr(1, 'a')}:{port}",
+                                                 "-t", "vrdma", "--timeout", "5", "--op", op, "--mode", "bw",
+                                                 "--size", "1M", "--duration", "30"]),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(1.5)
+                (srv if victim == "server" else c).kill()
+                time.sleep(0.5)
+            finally:
+                c.kill()
+                c.wait(timeout=10)
+        for side, r in hosts.routers.items():
+            assert r.poll() is None, f"round {round_}: router {side} died:\n{hosts.log(side)[-3000:]}"
+    port = free_port + 3
+    with server(hosts, port) as srv:
+        r = client(hosts, port, ["--op", op, "--mode", "bw", "--size", "64K", "--iters", "200", "--validate"])
+        assert r.returncode == 0, r.stderr
+        assert srv.wait(timeout=10) == 0

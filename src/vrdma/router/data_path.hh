@@ -24,7 +24,7 @@ const MemoryRegionEntry* find_region(const Session& owner, uint32_t pd, uint32_t
 inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_rkey, uint64_t addr, uint64_t len,
                        uint32_t need) {
   const MemoryRegionEntry* mr = find_region(owner, pd, key, by_rkey, addr, len, need);
-  return mr ? mr->mem.data() + (addr - mr->va) : nullptr;
+  return mr ? mr->data() + (addr - mr->va) : nullptr;
 }
 
 // Refills the tenant's buckets and the QP's for the time passed; true when a request may go now.

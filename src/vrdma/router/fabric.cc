@@ -32,6 +32,7 @@ struct Fabric::Context {
   enum Kind { recv, send, rma } kind = recv;
   std::vector<uint8_t> bytes;   // a receive buffer, or a message being sent
   uint64_t cookie = 0;          // rma
+  std::vector<std::shared_ptr<const void>> pins;  // rma: the local memory it reads or writes
   proto::RouterAddress to;      // send: for on_send_failed
 };
 
@@ -90,6 +91,7 @@ Result<std::unique_ptr<Fabric>> Fabric::open(const std::string& provider, const 
 
 Fabric::~Fabric() {
   close_fid(ep_ ? &ep_->fid : nullptr);
+  in_flight_.clear();  // the registrations its RMAs pinned close while the domain is open
   close_fid(cq_ ? &cq_->fid : nullptr);
   close_fid(av_ ? &av_->fid : nullptr);
   close_fid(domain_ ? &domain_->fid : nullptr);
@@ -249,6 +251,7 @@ Status Fabric::rma(bool is_write, const proto::RouterAddress& to, std::span<cons
   auto c = std::make_unique<Context>();
   c->kind = Context::rma;
   c->cookie = cookie;
+  for (size_t k = 0; k < n; ++k) c->pins.push_back(local[k].pin);
   Context* raw = c.get();
   in_flight_.emplace(raw, std::move(c));
   fi_msg_rma msg{iov, desc, n, *fa, &remote, 1, &raw->fc, 0};

@@ -49,6 +49,7 @@ struct LocalPiece {
   void* p = nullptr;
   size_t len = 0;
   void* desc = nullptr;
+  std::shared_ptr<const void> pin;  // what keeps [p, p+len) mapped until the RMA completes
 };
 
 class Fabric {

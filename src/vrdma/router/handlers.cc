@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "vrdma/router/data_path.hh"
 #include "vrdma/router/router.hh"
 
 namespace rb::vrdma {
@@ -79,18 +80,19 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   auto mem = theirs ? SharedMemory::adopt(std::move(theirs), req.len)
                     : SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
   if (!mem) return error(s, m, theirs ? EINVAL : ENOMEM, mem.status().message());
-  MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va, std::move(*mem)};
+  MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va,
+                      std::make_shared<RegionBacking>(RegionBacking{std::move(*mem), nullptr})};
   if (fabric_) {  // the routers of other hosts reach it with one RMA, under its rkey where they may choose
-    auto fm = fabric_->register_region(e.mem.data(), e.mem.mapped_size(), e.rkey);
+    auto fm = fabric_->register_region(e.data(), e.mem().mapped_size(), e.rkey);
     if (!fm) {
       keys_in_use_.erase(e.lkey);
       keys_in_use_.erase(e.rkey);
       return error(s, m, ENOMEM, fm.status().message());
     }
-    e.fabric = std::move(*fm);
+    e.backing->fabric = std::move(*fm);
   }
-  proto::MrGranted g{e.lkey, e.rkey, e.len, e.mem.mapped_size()};
-  int fd = e.mem.fd();
+  proto::MrGranted g{e.lkey, e.rkey, e.len, e.mem().mapped_size()};
+  int fd = e.mem().fd();
   u.reg_bytes += req.len;
   ++u.mrs;
   s.mrs.emplace(e.lkey, std::move(e));
@@ -108,8 +110,24 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
   tell_peers_revoked(s, it->second.rkey);
   keys_in_use_.erase(it->second.lkey);
   keys_in_use_.erase(it->second.rkey);
+  release_region(it->second);
   s.mrs.erase(it);
   return {proto::encode(Type::done, m.h.seq)};
+}
+
+// The grace a released region's mapping gets: a peer's RMA that passed the key check before the
+// revocation reached it lands well within this (its router gives up on an op after 3 s).
+constexpr int64_t kReleaseGraceNs = 10'000'000'000;
+
+void Router::release_region(MemoryRegionEntry& mr) {
+  if (!mr.backing) return;
+  if (mr.backing.use_count() == 1) mr.backing->fabric.reset();  // no RMA of ours uses it: peers lose it now
+  released_.emplace_back(now_ns() + kReleaseGraceNs, std::move(mr.backing));
+}
+
+void Router::sweep_released() {
+  int64_t now = now_ns();
+  while (!released_.empty() && released_.front().first <= now) released_.pop_front();
 }
 
 }  // namespace rb::vrdma

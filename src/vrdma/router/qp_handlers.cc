@@ -100,9 +100,9 @@ Router::Reply Router::grant(Session& s, const proto::Message& m) {
     proto::Granted g;
     g.va = mr.va;
     g.len = mr.len;
-    g.map_len = mr.mem.mapped_size();
+    g.map_len = mr.mem().mapped_size();
     g.access = mr.rkey == req.key ? mr.access & ~proto::local_write : mr.access & proto::local_write;
-    return {proto::encode(Type::granted, m.h.seq, g), mr.mem.fd()};
+    return {proto::encode(Type::granted, m.h.seq, g), mr.mem().fd()};
   }
   return error(s, m, EACCES, fmt::format("key {:#x} names no region of the peer QP's PD", req.key));
 }

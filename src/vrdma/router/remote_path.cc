@@ -86,10 +86,10 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
       const proto::Sge& g = e.sge[n];
       const MemoryRegionEntry* mr =
           find_region(me, q.pd, g.lkey, false, g.addr, g.len, reads_in ? uint32_t(proto::local_write) : 0u);
-      if (!mr || !mr->fabric) return fail(VRDMA_WC_LOC_PROT_ERR);
+      if (!mr || !mr->fabric()) return fail(VRDMA_WC_LOC_PROT_ERR);
       uint64_t off = g.addr - mr->va;
-      local[n] = {mr->mem.data() + off, g.len, mr->fabric->desc()};
-      pull[n] = {mr->fabric->base() + off, mr->fabric->key(), g.len};
+      local[n] = {mr->data() + off, g.len, mr->fabric()->desc(), mr->backing};
+      pull[n] = {mr->fabric()->base() + off, mr->fabric()->key(), g.len};
       total += g.len;
     }
   }

@@ -19,7 +19,12 @@ struct Dest {
   uint8_t* p = nullptr;
   uint64_t len = 0;
   void* desc = nullptr;
+  const std::shared_ptr<RegionBacking>* backing = nullptr;  // pinned by the READs that fill it
 };
+
+Dest dest_in(const MemoryRegionEntry& mr, uint64_t addr, uint64_t len) {
+  return {mr.data() + (addr - mr.va), len, mr.fabric() ? mr.fabric()->desc() : nullptr, &mr.backing};
+}
 
 // A SEND's destination: the receive's SGEs, each in a region of `pd` the owner may write. Not
 // success: the arrival says why (a bad buffer, a message longer than the receive).
@@ -33,7 +38,7 @@ int receive_buffers(const Session& owner, uint32_t pd, const proto::RecvEntry& r
       arrival.status = uint8_t(proto::ArrivalStatus::bad_buffer);
       return VRDMA_WC_REM_ACCESS_ERR;
     }
-    dest[ndest++] = {mr->mem.data() + (g.addr - mr->va), g.len, mr->fabric ? mr->fabric->desc() : nullptr};
+    dest[ndest++] = dest_in(*mr, g.addr, g.len);
     room += g.len;
   }
   if (room < len) {
@@ -53,7 +58,7 @@ int pull(Fabric& fabric, LinkSink& sink, const proto::RouterAddress& from, const
   while (left && s < op.npieces && d < ndest) {
     const proto::LinkPiece& src = op.pieces[s];
     uint64_t n = std::min({left, uint64_t(src.len) - soff, dest[d].len - doff});
-    LocalPiece into{dest[d].p + doff, n, dest[d].desc};
+    LocalPiece into{dest[d].p + doff, n, dest[d].desc, *dest[d].backing};
     if (n && fabric.read(from, {&into, 1}, src.addr + soff, src.key, cookie, sink)) {
       ++posted;
     } else if (n) {
@@ -134,7 +139,7 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
   if (op.opcode == VRDMA_WR_RDMA_WRITE || op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) {
     const MemoryRegionEntry* mr = find_region(owner, q.pd, op.rkey, true, op.remote_addr, op.len, proto::remote_write);
     if (!mr) return done(VRDMA_WC_REM_ACCESS_ERR);
-    dest[ndest++] = {mr->mem.data() + (op.remote_addr - mr->va), op.len, mr->fabric ? mr->fabric->desc() : nullptr};
+    dest[ndest++] = dest_in(*mr, op.remote_addr, op.len);
   }
   proto::RecvEntry recv;
   bool needs_recv = op.opcode != VRDMA_WR_RDMA_WRITE &&

@@ -122,6 +122,7 @@ Status Router::run(int stop_fd) {
     bool moved = fabric_ && fabric_->poll(*this) > 0;
     moved = (!routed_.empty() && pump(routed_, deferred_)) || moved;
     if (!connects_.empty()) expire_connects();
+    if (!released_.empty()) sweep_released();
     int timeout = 0;
     bool parked = false;
     if (moved) {
@@ -251,6 +252,7 @@ void Router::drop(uint32_t id) {
       u.reg_bytes -= mr.len;
       keys_in_use_.erase(mr.lkey);
       keys_in_use_.erase(mr.rkey);
+      release_region(mr);
     }
     log(fmt::format("client {} (pid {}, tenant {}) gone: released {} PDs, {} MRs", s.id, s.pid, s.tenant.name,
                     s.pds.size(), s.mrs.size()));

@@ -49,11 +49,21 @@ struct PeerLink {
   std::chrono::steady_clock::time_point heard;
 };
 
+// Where a region's bytes are, for the router: its mapping (the router path copies through it) and
+// its registration with the routers' fabric (with --listen). Shared: an RMA in flight holds it,
+// so a region released meanwhile stays mapped until the fabric has let go of its bytes.
+struct RegionBacking {
+  SharedMemory mem;
+  std::unique_ptr<FabricMr> fabric;
+};
+
 struct MemoryRegionEntry {
   uint32_t pd = 0, access = 0, lkey = 0, rkey = 0;
   uint64_t len = 0, va = 0;  // va: where the owner mapped it (verbs addresses are the owner's)
-  SharedMemory mem;  // the router keeps a mapping: the router path copies through it
-  std::unique_ptr<FabricMr> fabric;  // its registration with the routers' fabric (with --listen)
+  std::shared_ptr<RegionBacking> backing;
+  uint8_t* data() const { return backing->mem.data(); }
+  const SharedMemory& mem() const { return backing->mem; }
+  FabricMr* fabric() const { return backing->fabric.get(); }
 };
 
 // Token buckets for an ops rate and a bytes rate, refilled as time passes; each holds 50 ms of
@@ -186,6 +196,10 @@ class Router final : private LinkSink {
   // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
   void revoke_grants_of(const Session& s);
   void release_qp(uint32_t num);
+  // A region's entry is going: its registration closes now unless an RMA of ours holds it,
+  // its mapping stays a grace period (released_).
+  void release_region(MemoryRegionEntry& mr);
+  void sweep_released();
   void ring(const QpEntry& q);
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
   bool pump(const std::vector<uint32_t>& list, bool& deferred);
@@ -250,6 +264,11 @@ class Router final : private LinkSink {
 
   RouterOptions opts_;
   UniqueFd listen_, epoll_;
+  // Before the sessions and the released regions: their registrations close while it is open.
+  std::unique_ptr<Fabric> fabric_;  // to the routers of other hosts (with --listen)
+  // Regions released while the fabric might still be writing into them (a peer's RMA that
+  // passed the key check before the revocation): kept mapped until the deadline (ns).
+  std::deque<std::pair<int64_t, std::shared_ptr<RegionBacking>>> released_;
   std::map<uint32_t, Session> sessions_;
   std::map<std::string, TenantUsage> usage_;
   std::set<uint32_t> keys_in_use_;
@@ -257,7 +276,6 @@ class Router final : private LinkSink {
   std::vector<uint32_t> routed_;     // the QPs on the router path
   UniqueFd kick_;                    // an eventfd clients write after posting while we are parked
   bool deferred_ = false;            // a request waits for tokens (or a receive)
-  std::unique_ptr<Fabric> fabric_;   // to the routers of other hosts (with --listen)
   std::vector<std::unique_ptr<DataThread>> data_;
   std::atomic<bool> stopping_{false};
   UniqueFd stop_data_;               // an eventfd every data thread's epoll holds
