@@ -207,12 +207,59 @@ class ClientLoop {
                         seq, size_, off, bad, p[bad], pattern_byte(pc_.seed, off + bad))};
   }
 
-  // The stream: every lane keeps up to --depth ops in flight, posted --batch at a time. With
-  // --lazy a lane posts only right after its completion queue gave something back (or when it
-  // has nothing in flight), so posts go out in bursts from the completion loop.
-  Status bw(const Budget& b, bool record) {
+  // Posts the lane's next ops, --batch at a time, until its window (--depth) is full, it must
+  // stop, or the transport refuses more; then the caller polls once. Filling the window before
+  // polling, as perftest does, keeps a poll per batch off the path of small messages. With --lazy
+  // a lane posts only right after its completion queue gave something back (or when it has
+  // nothing in flight), so posts go out in bursts from the completion loop. The number posted, or
+  // -1 on a transport error.
+  int post_window(Lane& l, size_t i, const Budget& b, uint64_t now) {
     const Clock& clk = *pc_.clock;
     const uint32_t depth = s_.depth, batch = s_.batch, signal = s_.signal;
+    int total = 0;
+    while (true) {
+      if (!l.stop && l.head == l.n) {
+        // In duration mode stop only at a signal boundary so the last op posted asks for a completion.
+        if ((b.count && l.posted >= l.share) || (!b.count && l.posted % signal == 0 && now >= b.end_tick)) {
+          l.stop = true;
+        } else {
+          uint64_t n = batch;
+          if (b.count) n = std::min<uint64_t>(n, l.share - l.posted);
+          // A batch ends at the op that asks for a completion: unsignaled ops complete only with
+          // it, so a batch straddling it could leave the window full of ops nothing will complete.
+          if (signal > 1) n = std::min<uint64_t>(n, signal - l.posted % signal);
+          if (l.posted - l.completed + n > depth) n = 0;
+          // So at most the batch's last op closes a signal group.
+          bool closes = signal == 1 || (l.posted + n) % signal == 0;
+          for (uint64_t k = 0; k < n; ++k) {
+            uint64_t seq = l.posted + k;
+            bool sig = (closes && k + 1 == n) || signal == 1 || (b.count && seq + 1 == l.share);
+            fill(l.pend[k], l, i, seq, uint8_t((sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0)));
+          }
+          l.head = 0;
+          l.n = n;
+        }
+      }
+      if (l.head == l.n || (s_.lazy && !l.kick)) return total;
+      int a = l.ep->post({l.pend.data() + l.head, l.n - l.head});
+      if (a < 0) return -1;
+      for (int k = 0; k < a; ++k) l.post_tick[(l.posted + k) & mask_] = now;
+      l.posted += uint64_t(a);
+      l.head += size_t(a);
+      total += a;
+      // Lazy lanes post again after a completion, or when no signaled op is in flight (nothing
+      // would ever complete to wake them).
+      l.kick = l.head < l.n || l.posted - l.posted % signal <= l.completed;
+      if (a == 0 || l.head < l.n || s_.lazy) return total;  // the queue is full, or lazy posts one batch
+      now = clk.now();
+    }
+  }
+
+  // The stream: every lane keeps up to --depth ops in flight (post_window), polling its
+  // completion queue once per pass.
+  Status bw(const Budget& b, bool record) {
+    const Clock& clk = *pc_.clock;
+    const uint32_t signal = s_.signal;
     const size_t L = lanes_.size();
     for (size_t i = 0; i < L; ++i) {
       Lane& l = lanes_[i];
@@ -234,38 +281,9 @@ class ClientLoop {
       uint64_t outstanding = 0;
       for (size_t i = 0; i < L; ++i) {
         Lane& l = lanes_[i];
-        if (!l.stop && l.head == l.n) {
-          // In duration mode stop only at a signal boundary so the last op posted asks for a completion.
-          if ((b.count && l.posted >= l.share) || (!b.count && l.posted % signal == 0 && now >= b.end_tick)) l.stop = true;
-          else {
-            uint64_t n = batch;
-            if (b.count) n = std::min<uint64_t>(n, l.share - l.posted);
-            // A batch ends at the op that asks for a completion: unsignaled ops complete only with
-            // it, so a batch straddling it could leave the window full of ops nothing will complete.
-            if (signal > 1) n = std::min<uint64_t>(n, signal - l.posted % signal);
-            if (l.posted - l.completed + n > depth) n = 0;
-            // So at most the batch's last op closes a signal group.
-            bool closes = signal == 1 || (l.posted + n) % signal == 0;
-            for (uint64_t k = 0; k < n; ++k) {
-              uint64_t seq = l.posted + k;
-              bool sig = (closes && k + 1 == n) || signal == 1 || (b.count && seq + 1 == l.share);
-              fill(l.pend[k], l, i, seq, uint8_t((sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0)));
-            }
-            l.head = 0;
-            l.n = n;
-          }
-        }
-        if (l.head < l.n && (!s_.lazy || l.kick)) {
-          int a = l.ep->post({l.pend.data() + l.head, l.n - l.head});
-          if (a < 0) return io_error(l);
-          for (int k = 0; k < a; ++k) l.post_tick[(l.posted + k) & mask_] = now;
-          l.posted += uint64_t(a);
-          l.head += size_t(a);
-          // Lazy lanes post again after a completion, or when no signaled op is in flight (nothing
-          // would ever complete to wake them).
-          l.kick = l.head < l.n || l.posted - l.posted % signal <= l.completed;
-          if (a > 0) progress = true;
-        }
+        int posted = post_window(l, i, b, now);
+        if (posted < 0) return io_error(l);
+        if (posted > 0) progress = true;
         int n = l.ep->poll(cqes);
         if (n < 0) return io_error(l);
         if (n > 0) {
