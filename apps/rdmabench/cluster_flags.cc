@@ -24,7 +24,8 @@ bool has_mode(const bench::RunSpec& s, bench::Mode m) { return std::find(s.modes
 
 }  // namespace
 
-const char* const kClusterOnlyFlags[7] = {"hosts", "pattern", "expect-bw", "expect-lat", "outlier-bw", "outlier-lat", "data-net"};
+const char* const kClusterOnlyFlags[8] = {"hosts", "pattern", "expect-bw", "expect-lat", "outlier-bw", "outlier-lat", "data-net",
+                                          "bootstrap"};
 
 Status apply_pattern(const FlagInfo&, const FlagValue& v, Command& c) {
   auto p = cluster::parse_pattern(v.text(), "--pattern");
@@ -64,6 +65,15 @@ Status apply_outlier_lat(const FlagInfo&, const FlagValue& v, Command& c) {
   return {};
 }
 
+Status apply_bootstrap(const FlagInfo&, const FlagValue& v, Command& c) {
+  const std::string& t = v.text();
+  if (t == "auto") c.cluster.bootstrap = bootstrap::HubKind::automatic;
+  else if (t == "pmix") c.cluster.bootstrap = bootstrap::HubKind::pmix;
+  else if (t == "mpi") c.cluster.bootstrap = bootstrap::HubKind::mpi;
+  else return bad(fmt::format("--bootstrap '{}': give auto, pmix or mpi", t));
+  return {};
+}
+
 FlagError cluster_flag_without_cluster(const FlagValues& values) {
   for (const char* f : kClusterOnlyFlags)
     if (values.given(f)) return {f, bad(fmt::format("--{} applies to --cluster only; add --cluster or drop it", f))};
@@ -78,6 +88,9 @@ FlagResult<Command> cluster_command(const FlagValues& values, Command cmd) {
   if (values.given("hosts") && values.given("data-net"))
     return FlagError{"data-net", bad("--data-net with --hosts: each host's data path uses the address its server is "
                                      "reached at; --data-net is for launches under mpirun or srun")};
+  if (values.given("hosts") && values.given("bootstrap"))
+    return FlagError{"bootstrap", bad("--bootstrap with --hosts: a hosts file needs no launcher; --bootstrap is for "
+                                      "launches under mpirun or srun")};
   const auto& t = cmd.cluster.thresholds;
   if (t.expect_bw && !has_mode(cmd.spec, bench::Mode::bw))
     return FlagError{"expect-bw", bad("--expect-bw judges bandwidth, and this run has no --mode bw; add it or drop --expect-bw")};

@@ -10,9 +10,10 @@ Status apply_expect_bw(const FlagInfo& f, const FlagValue& v, Command& c);
 Status apply_expect_lat(const FlagInfo& f, const FlagValue& v, Command& c);
 Status apply_outlier_bw(const FlagInfo& f, const FlagValue& v, Command& c);
 Status apply_outlier_lat(const FlagInfo& f, const FlagValue& v, Command& c);
+Status apply_bootstrap(const FlagInfo& f, const FlagValue& v, Command& c);
 
 // Flags that only cluster mode reads: given without --cluster, they are an error.
-extern const char* const kClusterOnlyFlags[7];
+extern const char* const kClusterOnlyFlags[8];
 
 // Command -> a cluster command once every flag is applied: flags that mean nothing there
 // (--addr, --loopback, --server, --csv) are refused, and each threshold needs the mode it judges.

@@ -201,6 +201,9 @@ void cluster_flags(TableBuilder& t) {
       .default_text = "2";
   t.value("--data-net", "IFACE", "under a launcher: the interface whose address each rank's data path uses "
                                  "(default: the address the host name resolves to)", text(&ClusterOptions::data_net));
+  t.value("--bootstrap", "TEXT", "under a launcher, how ranks meet: pmix (the job's PMIx server, then TCP) | mpi "
+                                 "(MPI messages) | auto (pmix where the job has it, else mpi)", apply_bootstrap)
+      .default_text = "auto";
 }
 
 const std::vector<FlagInfo>& flag_table() {

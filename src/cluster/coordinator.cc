@@ -113,7 +113,8 @@ class RoundRunner {
     r->line["cluster"] = {{"pattern", pattern_text(out_.pattern)}, {"round", round},
                           {"src_rank", p.src}, {"dst_rank", p.dst},
                           {"src_host", out_.names[size_t(p.src)]}, {"dst_host", out_.names[size_t(p.dst)]},
-                          {"hosts", out_.names.size()}, {"line_gbps", m.line_gbps}};
+                          {"hosts", out_.names.size()}, {"line_gbps", m.line_gbps},
+                          {"bootstrap", out_.reached_by}};
     fmt::print("round {:>3}  {} -> {}  {} {} {:>6}  {:>9.3f} Gb/s  {:>9.4f} Mop/s  p50 {:>9.2f} us{}\n", round + 1,
                out_.names[size_t(p.src)], out_.names[size_t(p.dst)], r->op, r->mode, format_bytes(r->size), r->gbps,
                r->mops, r->p50_us, r->partial ? "  (partial)" : "");
@@ -161,6 +162,7 @@ Outcome coordinate(Hosts& hosts, const bench::RunSpec& spec, const Pattern& patt
   Outcome out;
   out.pattern = pattern;
   out.names = hosts.names();
+  out.reached_by = hosts.reached_by();
   ended = {};
   auto rounds = schedule(pattern, int(out.names.size()));
   if (!rounds) return ended = rounds.status(), out;

@@ -24,6 +24,8 @@ class Hosts {
  public:
   virtual ~Hosts() = default;
   virtual std::vector<std::string> names() const = 0;
+  // How the hosts were reached: "pmix", "mpi" (a launcher's) or "hosts" (a --hosts file).
+  virtual std::string reached_by() const = 0;
   // Asks pair.src to measure against pair.dst; `session` is unique to the pair within the run.
   virtual Result<PairControl> start(const Pair& pair, uint64_t session, const bench::RunSpec& spec) = 0;
   // Called while pairs run, about every alive interval: keep the hosts' own waits satisfied.

@@ -68,7 +68,8 @@ void print_outliers(std::FILE* out, const Outcome& o, const Group& g, const Thre
 }  // namespace
 
 void print_report(std::FILE* out, const Outcome& o, const std::vector<Group>& groups, const Thresholds& t, bool color) {
-  fmt::print(out, "\ncluster: {} over {} hosts, {} of {} rounds run\n", pattern_text(o.pattern), o.names.size(),
+  const char* met = o.reached_by == "pmix" ? " (ranks met through PMIx)" : o.reached_by == "mpi" ? " (ranks met through MPI)" : "";
+  fmt::print(out, "\ncluster: {} over {} hosts{}, {} of {} rounds run\n", pattern_text(o.pattern), o.names.size(), met,
              o.rounds_run, o.rounds_planned);
   for (size_t i = 0; i < o.names.size(); ++i) fmt::print(out, "  host {}: {}\n", i, o.names[i]);
   for (const auto& g : groups) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "bench/server.hh"
+#include "bootstrap/hub.hh"
 #include "bench/spec.hh"
 #include "cluster/outcome.hh"
 #include "cluster/schedule.hh"
@@ -14,7 +15,8 @@ struct ClusterOptions {
   std::string hosts_file;  // --hosts: no launcher; every host runs `rdmabench --server`
   Pattern pattern;
   Thresholds thresholds;
-  std::string data_net;    // MPI: the interface whose address each rank's data path uses
+  std::string data_net;    // launcher: the interface whose address each rank's data path uses
+  bootstrap::HubKind bootstrap = bootstrap::HubKind::automatic;  // --bootstrap
 };
 
 struct ClusterJob {

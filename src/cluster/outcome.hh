@@ -31,6 +31,7 @@ struct FailedPair {
 struct Outcome {
   Pattern pattern;
   std::vector<std::string> names;  // per host: "node3" or "10.0.0.3:7471"
+  std::string reached_by;          // Hosts::reached_by
   std::vector<Record> records;
   std::vector<FailedPair> failed;
   size_t rounds_planned = 0, rounds_run = 0;

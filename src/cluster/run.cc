@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "bootstrap/mpi_hub.hh"
+#include "bootstrap/hub.hh"
 #include "cluster/matrix.hh"
-#include "cluster/mpi_ranks.hh"
+#include "cluster/launched_ranks.hh"
 #include "cluster/tcp_hosts.hh"
 
 namespace rb::cluster {
@@ -85,7 +85,7 @@ int run_cluster(int* argc, char*** argv, const ClusterJob& job, const std::atomi
     auto hosts = tcp_hosts(std::move(listed));
     return coordinate_and_report(*hosts, job, *json, stop);
   }
-  return run_mpi_ranks(argc, argv, job, [&](Hosts& hosts) { return coordinate_and_report(hosts, job, *json, stop); }, stop);
+  return run_launched_ranks(argc, argv, job, [&](Hosts& hosts) { return coordinate_and_report(hosts, job, *json, stop); }, stop);
 }
 
 }  // namespace rb::cluster

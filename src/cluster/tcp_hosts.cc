@@ -11,6 +11,7 @@ class TcpHosts final : public Hosts {
  public:
   explicit TcpHosts(std::vector<bootstrap::HostPort> hosts) : hosts_(std::move(hosts)) {}
 
+  std::string reached_by() const override { return "hosts"; }
   std::vector<std::string> names() const override {
     std::vector<std::string> n;
     for (const auto& h : hosts_) n.push_back(bootstrap::host_port_text(h));

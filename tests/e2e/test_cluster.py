@@ -1,4 +1,5 @@
-"""Cluster mode: rdmabench --cluster under mpirun (4 ranks on this machine) and over a --hosts file
+"""Cluster mode: rdmabench --cluster under mpirun (4 ranks on this machine; the ranks meet through the
+job's PMIx server, or through MPI) and over a --hosts file
 (servers on loopback, and 3 hosts in network namespaces joined by a veth mesh, one link slowed
 with tc tbf). The records, the matrix, the outliers, the acceptance verdict and a host that dies.
 
@@ -31,10 +32,13 @@ MPI_ENV = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1", "OMPI_MCA_oob_tc
 SHORT = ["-s", "4K", "-n", "300", "--repeat", "1", "--timeout", "20"]
 
 
-def mpirun(rdmabench, args, ranks=RANKS, timeout=180, extra=()):
+MET = {"pmix": "PMIx", "mpi": "MPI"}
+
+
+def mpirun(rdmabench, args, ranks=RANKS, timeout=180, extra=(), bootstrap="auto"):
     assert shutil.which("mpirun"), "mpirun missing: `make` installs openmpi-bin"
     argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", *extra, "-np", str(ranks), rdmabench, "--cluster",
-            "--data-net", "lo", *args]
+            "--data-net", "lo", "--bootstrap", bootstrap, *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **MPI_ENV})
 
 
@@ -50,10 +54,11 @@ def every_ordered_pair(n):
     return {(i, j) for i in range(n) for j in range(n) if i != j}
 
 
+@pytest.mark.parametrize("bootstrap", ["pmix", "mpi"])
 @pytest.mark.parametrize("transport", ["ofi:shm", "ofi:tcp", "tcp"])
-def test_mpirun_pairs_cover_every_ordered_pair_one_peer_at_a_time(rdmabench, tmp_path, transport):
+def test_mpirun_pairs_cover_every_ordered_pair_one_peer_at_a_time(rdmabench, tmp_path, transport, bootstrap):
     out = tmp_path / "c.jsonl"
-    r = mpirun(rdmabench, ["-t", transport, *SHORT, "--validate", "--json", str(out)])
+    r = mpirun(rdmabench, ["-t", transport, *SHORT, "--validate", "--json", str(out)], bootstrap=bootstrap)
     assert r.returncode == 0, r.stdout + r.stderr
     recs = records(out)
     assert len(recs) == RANKS * (RANKS - 1)
@@ -61,7 +66,7 @@ def test_mpirun_pairs_cover_every_ordered_pair_one_peer_at_a_time(rdmabench, tmp
     by_round = {}
     for rec in recs:
         c = rec["cluster"]
-        assert c["pattern"] == "pairs" and c["hosts"] == RANKS
+        assert c["pattern"] == "pairs" and c["hosts"] == RANKS and c["bootstrap"] == bootstrap
         assert c["src_host"].startswith(f"rank {c['src_rank']} (") and c["dst_host"].startswith(f"rank {c['dst_rank']} (")
         assert rec["transport"] == transport.split(":")[0]
         assert rec["results"]["iterations"] == 300 and rec["results"]["gbps"] > 0
@@ -77,7 +82,24 @@ def test_mpirun_pairs_cover_every_ordered_pair_one_peer_at_a_time(rdmabench, tmp
         assert all(has_type(v, fields[p][0]) for p, v in flat.items())
         assert all(f in flat for f in fields if f.startswith("cluster"))
     assert "write bw 4 KiB: Gb/s (row: source, column: destination)" in r.stdout
-    assert f"cluster: pairs over {RANKS} hosts, {2 * (RANKS - 1)} of {2 * (RANKS - 1)} rounds run" in r.stdout
+    assert (f"cluster: pairs over {RANKS} hosts (ranks met through {MET[bootstrap]}), "
+            f"{2 * (RANKS - 1)} of {2 * (RANKS - 1)} rounds run") in r.stdout
+
+
+def test_mpirun_takes_pmix_where_the_job_has_it(rdmabench, tmp_path):
+    out = tmp_path / "c.jsonl"
+    r = mpirun(rdmabench, ["-t", "tcp", *SHORT, "--pattern", "ring", "--json", str(out)], ranks=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {rec["cluster"]["bootstrap"] for rec in records(out)} == {"pmix"}
+
+
+def test_bootstrap_pmix_without_a_pmix_server_says_how(rdmabench):
+    # An MPI launcher's marks but no PMIx server: a clear exit 2 before anything starts.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PMIX_")}
+    r = subprocess.run([rdmabench, "--cluster", "--bootstrap", "pmix", "-t", "tcp"], capture_output=True, text=True,
+                       timeout=30, env={**env, "OMPI_COMM_WORLD_SIZE": "2"})
+    assert r.returncode == 2, r.stderr
+    assert "--bootstrap pmix: this job has no PMIx server" in r.stderr and "srun --mpi=pmix" in r.stderr
 
 
 @pytest.mark.parametrize("pattern,expect", [
@@ -143,10 +165,11 @@ def rank_pid(rank, parent):
     return None
 
 
-def test_mpirun_a_rank_that_dies_is_named_and_the_records_so_far_are_kept(rdmabench, tmp_path):
+@pytest.mark.parametrize("bootstrap", ["pmix", "mpi"])
+def test_mpirun_a_rank_that_dies_is_named_and_the_records_so_far_are_kept(rdmabench, tmp_path, bootstrap):
     out = tmp_path / "c.jsonl"
     argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--enable-recovery", "-np", str(RANKS), rdmabench,
-            "--cluster", "--data-net", "lo", "-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "1", "--timeout", "5",
+            "--cluster", "--data-net", "lo", "--bootstrap", bootstrap, "-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "1", "--timeout", "5",
             "--json", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **MPI_ENV})
 

@@ -227,6 +227,9 @@ TEST(ClusterFlags, RulesBetweenFlags) {
   EXPECT_EQ(parse_error({"--cluster", "--mode", "lat", "--expect-bw", "1G"}).message().rfind("--expect-bw judges", 0), 0u);
   EXPECT_EQ(parse_error({"--cluster", "--outlier-bw", "1.5"}).message().rfind("--outlier-bw 1.5", 0), 0u);
   EXPECT_EQ(parse_error({"--cluster", "--hosts", "f", "--data-net", "lo"}).message().rfind("--data-net with --hosts", 0), 0u);
+  EXPECT_EQ(parse_error({"--cluster", "--hosts", "f", "--bootstrap", "pmix"}).message().rfind("--bootstrap with --hosts", 0), 0u);
+  EXPECT_EQ(parse_error({"--cluster", "--bootstrap", "slurm"}).message(), "--bootstrap 'slurm': give auto, pmix or mpi");
+  EXPECT_EQ(parse_error({"--bootstrap", "mpi"}).message(), "--bootstrap applies to --cluster only; add --cluster or drop it");
   auto c = app::parse_command_line({"--cluster", "--hosts", "f", "--pattern", "incast 3:1", "--mode", "bw,lat",
                                     "--expect-bw", "0.9xline", "--expect-lat", "3us"});
   ASSERT_TRUE(c.is_ok()) << c.status().message();
@@ -234,6 +237,10 @@ TEST(ClusterFlags, RulesBetweenFlags) {
   EXPECT_EQ(c->cluster.pattern.fan_in, 3);
   EXPECT_EQ(c->cluster.hosts_file, "f");
   EXPECT_DOUBLE_EQ(*c->cluster.thresholds.expect_lat_us, 3);
+  EXPECT_EQ(c->cluster.bootstrap, bootstrap::HubKind::automatic);
+  auto m = app::parse_command_line({"--cluster", "--bootstrap", "mpi"});
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->cluster.bootstrap, bootstrap::HubKind::mpi);
 }
 
 }  // namespace

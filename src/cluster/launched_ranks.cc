@@ -1,4 +1,4 @@
-#include "cluster/mpi_ranks.hh"
+#include "cluster/launched_ranks.hh"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,7 +13,7 @@
 
 #include "bench/drive.hh"
 #include "bench/serve_run.hh"
-#include "bootstrap/mpi_hub.hh"
+#include "bootstrap/hub.hh"
 #include "core/netif.hh"
 
 namespace rb::cluster {
@@ -28,7 +28,7 @@ int tag(uint64_t session, SessionTag t) { return int(8 * (session + 1) + uint64_
 // a thread of its own, since a rank may drive one pair and serve another at once (ring, alltoall).
 class Agent {
  public:
-  Agent(bootstrap::MpiHub& hub, const ClusterJob& job, const std::atomic<bool>& stop)
+  Agent(bootstrap::Hub& hub, const ClusterJob& job, const std::atomic<bool>& stop)
       : hub_(hub), job_(job), stop_(stop),
         coordinator_(hub.link(0, kToCoordinator, kToAgent), "the coordinator (rank 0)", job.spec.timeout_s) {}
   ~Agent() {
@@ -74,7 +74,7 @@ class Agent {
     (void)coord.send(st.is_ok() ? protocol::Message(protocol::Bye{}) : protocol::error_of(st));
   }
 
-  bootstrap::MpiHub& hub_;
+  bootstrap::Hub& hub_;
   const ClusterJob& job_;
   const std::atomic<bool>& stop_;
   std::atomic<bool> halt_{false};  // stops this rank's pairs: the agent ended
@@ -83,13 +83,14 @@ class Agent {
 };
 
 // Rank 0's view of the ranks: commands go on each rank's command link.
-class MpiHosts final : public Hosts {
+class LaunchedHosts final : public Hosts {
  public:
-  MpiHosts(bootstrap::MpiHub& hub, double timeout_s) : hub_(hub) {
+  LaunchedHosts(bootstrap::Hub& hub, double timeout_s) : hub_(hub) {
     for (int r = 0; r < hub.size(); ++r)
       agents_.emplace_back(hub.link(r, kToAgent, kToCoordinator), fmt::format("rank {}", r), timeout_s);
   }
 
+  std::string reached_by() const override { return hub_.kind() == std::string("PMIx") ? "pmix" : "mpi"; }
   std::vector<std::string> names() const override {
     std::vector<std::string> n;
     for (int r = 0; r < hub_.size(); ++r) n.push_back(fmt::format("rank {} ({})", r, hub_.host_of(r)));
@@ -115,8 +116,16 @@ class MpiHosts final : public Hosts {
   std::string unreachable(const std::vector<int>& which, const std::atomic<bool>& stop) override {
     constexpr double kWaitS = 2;
     std::vector<int> asked;
-    for (int r : which)
-      if (std::find(asked.begin(), asked.end(), r) == asked.end() && agents_[size_t(r)].send(protocol::Ping{})) asked.push_back(r);
+    std::string text;
+    for (int r : which) {
+      if (std::find(asked.begin(), asked.end(), r) != asked.end() || text.find(fmt::format("rank {} (", r)) != std::string::npos)
+        continue;
+      // The hub may know already (under PMIx: the TCP link to it broke).
+      if (Status st = agents_[size_t(r)].send(protocol::Ping{}); !st)
+        text += fmt::format("{}rank {} ({}) does not answer: {}", text.empty() ? "" : "; ", r, hub_.host_of(r), st.message());
+      else
+        asked.push_back(r);
+    }
     std::vector<bool> answered(asked.size());
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kWaitS);
     while (std::chrono::steady_clock::now() < deadline && !stop.load() &&
@@ -128,7 +137,6 @@ class MpiHosts final : public Hosts {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::string text;
     for (size_t i = 0; i < asked.size(); ++i)
       if (!answered[i])
         text += fmt::format("{}rank {} ({}) does not answer", text.empty() ? "" : "; ", asked[i], hub_.host_of(asked[i]));
@@ -140,7 +148,7 @@ class MpiHosts final : public Hosts {
   }
 
  private:
-  bootstrap::MpiHub& hub_;
+  bootstrap::Hub& hub_;
   std::vector<protocol::Peer> agents_;
 };
 
@@ -167,11 +175,15 @@ Result<std::string> data_ip(const std::string& net) {
 
 }  // namespace
 
-int run_mpi_ranks(int* argc, char*** argv, const ClusterJob& job, const Coordinate& coordinate, const std::atomic<bool>& stop) {
+int run_launched_ranks(int* argc, char*** argv, const ClusterJob& job, const Coordinate& coordinate,
+                       const std::atomic<bool>& stop) {
   auto ip = data_ip(job.cluster.data_net);
   if (!ip) return fmt::print(stderr, "rdmabench: error: {}\n", ip.status().message()), 2;
-  auto hub = bootstrap::MpiHub::start(argc, argv, *ip);
-  if (!hub) return fmt::print(stderr, "rdmabench: error: --cluster: {}\n", hub.status().message()), 1;
+  auto hub = bootstrap::start_hub(job.cluster.bootstrap, argc, argv, *ip, job.spec.timeout_s);
+  if (!hub) {
+    fmt::print(stderr, "rdmabench: error: --cluster: {}\n", hub.status().message());
+    return hub.status().code() == Errc::invalid_argument || hub.status().code() == Errc::unsupported ? 2 : 1;
+  }
   auto& h = **hub;
   if (h.size() < 2) {
     if (h.rank() == 0) fmt::print(stderr, "rdmabench: error: --cluster: the launcher started 1 rank; start 2 or more (mpirun -np 4)\n");
@@ -185,7 +197,7 @@ int run_mpi_ranks(int* argc, char*** argv, const ClusterJob& job, const Coordina
   }
   Status agent_status;
   std::thread own([&] { agent_status = agent.run(); });
-  MpiHosts hosts(h, job.spec.timeout_s);
+  LaunchedHosts hosts(h, job.spec.timeout_s);
   int code = coordinate(hosts);
   hosts.finish();
   own.join();
