@@ -81,6 +81,9 @@ void fill_device_attr(ibv_device_attr& a) {
   a.max_qp_rd_atom = a.max_qp_init_rd_atom = a.max_res_rd_atom = 16;
   a.atomic_cap = IBV_ATOMIC_HCA;
   a.max_ah = 1 << 16;
+  a.max_srq = 1 << 16;
+  a.max_srq_wr = 1 << 16;
+  a.max_srq_sge = VRDMA_MAX_SGE;
   a.max_pkeys = 1;
   a.phys_port_cnt = 1;
 }

@@ -62,6 +62,11 @@ struct Cq {
   vrdma_cq* v = nullptr;
 };
 
+struct Srq {
+  ibv_srq srq{};
+  vrdma_srq* v = nullptr;
+};
+
 struct Ah {
   ibv_ah ah{};
   ibv_ah_attr attr{};

@@ -1,7 +1,7 @@
 // The rest of the verbs entry points that receive our objects: address handles (plain data
 // here: RC QPs take their peer at modify_qp), asynchronous events (none happen), and what vrdma
-// does not offer, which fails cleanly with EOPNOTSUPP and a line saying so: shared receive
-// queues, multicast (a UD feature), UD address resolution, ECE and object import.
+// does not offer, which fails cleanly with EOPNOTSUPP and a line saying so: multicast (a UD
+// feature), UD address resolution, ECE and object import.
 #include <unistd.h>
 
 #include <new>
@@ -43,14 +43,6 @@ VERBS_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) 
   unsupported("create_ah_from_wc (UD)");
   return nullptr;
 }
-
-VERBS_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) {
-  unsupported("a shared receive queue (create_srq)");
-  return nullptr;
-}
-VERBS_EXPORT int ibv_modify_srq(ibv_srq*, ibv_srq_attr*, int) { return unsupported("modify_srq"); }
-VERBS_EXPORT int ibv_query_srq(ibv_srq*, ibv_srq_attr*) { return unsupported("query_srq"); }
-VERBS_EXPORT int ibv_destroy_srq(ibv_srq*) { return unsupported("destroy_srq"); }
 
 VERBS_EXPORT int ibv_attach_mcast(ibv_qp*, const union ibv_gid*, uint16_t) { return unsupported("multicast (attach_mcast)"); }
 VERBS_EXPORT int ibv_detach_mcast(ibv_qp*, const union ibv_gid*, uint16_t) { return unsupported("multicast (detach_mcast)"); }

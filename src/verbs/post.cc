@@ -1,4 +1,4 @@
-// The hot path: post_send and post_recv, reached through context->ops. A receive request has
+// The hot path: post_send, post_recv and post_srq_recv, reached through context->ops. A receive request has
 // libvrdma's layout exactly, so it passes through; a send request is translated in batches on
 // the stack.
 #include <cstddef>
@@ -90,9 +90,8 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return vrdma_post_recv(Qp::of(qp)->v, reinterpret_cast<vrdma_recv_wr*>(wr), reinterpret_cast<vrdma_recv_wr**>(bad));
 }
 
-int post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  *bad = wr;
-  return EOPNOTSUPP;
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  return vrdma_post_srq_recv(ours<Srq>(srq)->v, reinterpret_cast<vrdma_recv_wr*>(wr), reinterpret_cast<vrdma_recv_wr**>(bad));
 }
 
 }  // namespace rb::verbs

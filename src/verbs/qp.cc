@@ -20,10 +20,6 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
     say("create_qp: only RC QPs are supported (asked for type %d)", int(a.qp_type));
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
-  if (a.srq) {
-    say("create_qp: shared receive queues are not supported");
-    return fail_null<ibv_qp>(EOPNOTSUPP);
-  }
   if (!a.send_cq || !a.recv_cq) return fail_null<ibv_qp>(EINVAL);
   if (a.cap.max_send_sge > VRDMA_MAX_SGE || a.cap.max_recv_sge > VRDMA_MAX_SGE || a.cap.max_inline_data > kMaxInline) {
     say("create_qp: at most %d SGEs and %u B inline (asked for %u/%u SGEs, %u B)", VRDMA_MAX_SGE, kMaxInline,
@@ -40,6 +36,7 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
   va.max_inline_data = kMaxInline;
   va.sq_sig_all = a.sq_sig_all;
   va.flags = VRDMA_QP_KEEP_RECVS;
+  va.srq = a.srq ? ours<Srq>(a.srq)->v : nullptr;
   q->v = vrdma_create_qp(ours<Pd>(pd)->v, &va);
   if (!q->v) {
     int err = errno;
@@ -58,6 +55,7 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
   b.pd = pd;
   b.send_cq = a.send_cq;
   b.recv_cq = a.recv_cq;
+  b.srq = a.srq;
   b.qp_num = vrdma_qp_num(q->v);
   b.handle = b.qp_num;
   b.state = IBV_QPS_RESET;
@@ -196,6 +194,7 @@ VERBS_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_at
   init->qp_context = qp->qp_context;
   init->send_cq = qp->send_cq;
   init->recv_cq = qp->recv_cq;
+  init->srq = qp->srq;
   init->cap = q.cap;
   init->qp_type = qp->qp_type;
   init->sq_sig_all = q.sq_sig_all;

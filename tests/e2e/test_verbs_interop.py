@@ -184,6 +184,44 @@ def test_rc_pingpong_validates(hosts, free_port, args):
         assert hosts["bed"].traffic(1, "b") - before >= 2 * iters * size  # the payload crossed the veth
 
 
+@pytest.mark.parametrize("args", [["-c"], ["-c", "-q", "4", "-e"], ["-c", "-s", "65536", "-n", "100"]],
+                         ids=["poll", "4qps-events", "64K"])
+def test_srq_pingpong_validates(hosts, free_port, args):
+    """ibv_srq_pingpong: 16 QPs (or 4) whose receives come from one SRQ, every buffer checked."""
+    argv = ["ibv_srq_pingpong", "-p", str(free_port), *args]
+    if "bed" in hosts:
+        argv += ["-g", "0"]
+    src, sout, cli = pair(hosts, argv)
+    assert cli.returncode == 0, cli.stdout + cli.stderr + routers_said(hosts)
+    assert src == 0, sout + routers_said(hosts)
+    for out in (sout, cli.stdout + cli.stderr):
+        assert "iters in" in out
+        assert "vrdma-verbs:" not in out and "Failed" not in out and "incorrect" not in out.lower(), out
+
+
+SRQ_VARIANTS = {
+    ("ib_send_bw", "default"): ["--use-srq"],
+    ("ib_send_bw", "qps"): ["--use-srq", "-q", "4"],
+    ("ib_send_bw", "duration"): ["--use-srq", "-q", "2", "-D", "2"],
+    ("ib_send_bw", "all-sizes"): ["--use-srq", "-a", "-n", "100"],
+    ("ib_send_lat", "default"): ["--use-srq"],
+    ("ib_send_lat", "events"): ["--use-srq", "-e"],
+}
+
+
+@pytest.mark.parametrize("tool,variant", list(SRQ_VARIANTS), ids=[f"{t}-{v}" for t, v in SRQ_VARIANTS])
+def test_perftest_with_an_srq(hosts, free_port, tool, variant):
+    src, sout, cli = pair(hosts, [tool, "-p", str(free_port), *SRQ_VARIANTS[(tool, variant)]])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0, out + routers_said(hosts)
+    assert src == 0, sout + routers_said(hosts)
+    assert "vrdma-verbs:" not in out and "vrdma-verbs:" not in sout
+    table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert table, out
+    if variant == "all-sizes":
+        assert any(line.split()[0] == "8388608" for line in table), out
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("tool", PERFTESTS)
 def test_perftest(hosts, free_port, tool, variant):
@@ -207,8 +245,9 @@ def test_perftest(hosts, free_port, tool, variant):
 
 @pytest.mark.parametrize("path", ["direct", "router"])
 def test_verbs_probe(tmp_path, path):
-    """A plain verbs program of ours: the ibv_wr_* path, atomics' values, a wrong key's status and
-    the calls vrdma does not offer, on the direct path and with the router moving the bytes."""
+    """A plain verbs program of ours: the ibv_wr_* path, atomics' values, a wrong key's status, an
+    SRQ feeding two QPs and the calls vrdma does not offer, on the direct path and with the router
+    moving the bytes."""
     need_programs()
     probe = BUILD / "verbs_probe"
     if not probe.exists():
@@ -220,10 +259,12 @@ def test_verbs_probe(tmp_path, path):
     finally:
         h.stop()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("\nok ") >= 13 and "all checks passed" in r.stdout, r.stdout
+    assert r.stdout.count("\nok ") >= 19 and "all checks passed" in r.stdout, r.stdout
     row = next(line.split() for line in stats.stdout.splitlines() if line.startswith("t "))
     routed_ops = int(row[9])
-    assert (routed_ops > 0) == (path == "router"), stats.stdout  # who moved the bytes
+    # Who moved the bytes: on the direct path the router moved only the three SENDs to the SRQ's
+    # QPs (an SRQ's QPs take the router path), on the router path everything.
+    assert routed_ops == 3 if path == "direct" else routed_ops > 3, stats.stdout
 
 
 def test_rdma_cm_is_refused_clearly(one_host, free_port):

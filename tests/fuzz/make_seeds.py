@@ -10,7 +10,7 @@ import struct
 import sys
 from pathlib import Path
 
-MAGIC, VERSION = 0x31445256, 2
+MAGIC, VERSION = 0x31445256, 4
 LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 1
 ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
 
@@ -62,6 +62,7 @@ def main():
         "reg_mr": packet(6, 2, struct.pack("<IIQQ", 0xabc, 7, 4096, 0x7f0000000000)),
         "stats_text": packet(12, 3, struct.pack("<I", 5) + b"hello"),
         "connect_qp": packet(15, 4, struct.pack("<IIQ", 1, 2, 3) + ROUTER_AT + bytes(4)),
+        "create_srq": packet(21, 5, struct.pack("<IIQ", 1, 0, 4096)),
         "link_connect": link(1, 7, struct.pack("<II", 1, 2) + b"tenant".ljust(64, b"\0")),
         "link_key": link(4, 8, struct.pack("<iIQQQQ", 0, 6, 0x7f0000001000, 4096, 0x55, 0)),
         "link_op_send": link_op(0, b"x" * 64),

@@ -25,6 +25,7 @@ uint64_t touch_message(const proto::Message& m) {
     case Type::welcome: return proto::get_text(m.as<proto::Welcome>().tenant, proto::kNameBytes).size();
     case Type::error: return proto::get_text(m.as<proto::Error>().message, sizeof(proto::Error::message)).size();
     case Type::create_qp: return m.as<proto::CreateQp>().mem_len;
+    case Type::create_srq: return m.as<proto::CreateSrq>().mem_len;
     case Type::connect_qp: return m.as<proto::ConnectQp>().peer_router;
     case Type::granted: return m.as<proto::Granted>().len;
     case Type::stats_text: return m.tail.size();

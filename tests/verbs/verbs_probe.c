@@ -1,8 +1,8 @@
 /* A plain verbs program (it links libibverbs and knows nothing of vrdma), run through vrdma-run
  * by tests/e2e/test_verbs_interop.py: two RC QPs of one process connected to each other, each
  * check naming what it expects. It covers what perftest and ibv_rc_pingpong leave out: the
- * ibv_wr_* path, atomics' returned values, a wrong key's completion status, and the calls vrdma
- * does not offer failing cleanly. Prints "ok NAME" per check; exits 1 at the first failure. */
+ * ibv_wr_* path, atomics' returned values, a wrong key's completion status, a shared receive
+ * queue feeding two QPs, and the calls vrdma does not offer failing cleanly. Prints "ok NAME" per check; exits 1 at the first failure. */
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@ struct side {
   uint8_t *buf;
 };
 
-static void make_side(struct ibv_context *ctx, struct ibv_pd *pd, struct side *s) {
+static void make_side(struct ibv_context *ctx, struct ibv_pd *pd, struct side *s, struct ibv_srq *srq) {
   s->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
   if (!s->cq) fail("create_cq");
   s->buf = aligned_alloc(4096, SIZE);
@@ -36,6 +36,7 @@ static void make_side(struct ibv_context *ctx, struct ibv_pd *pd, struct side *s
   if (!s->mr) fail("reg_mr");
   struct ibv_qp_init_attr_ex a = {0};
   a.send_cq = a.recv_cq = s->cq;
+  a.srq = srq;
   a.cap.max_send_wr = a.cap.max_recv_wr = 16;
   a.cap.max_send_sge = a.cap.max_recv_sge = 1;
   a.cap.max_inline_data = 32;
@@ -84,6 +85,69 @@ static struct ibv_wc wait_one(struct ibv_cq *cq) {
   return wc;
 }
 
+static void send_text(struct side *s, const char *text) {
+  struct ibv_sge g = {(uintptr_t)text, (uint32_t)strlen(text) + 1, 0};
+  struct ibv_send_wr w = {.wr_id = 9, .sg_list = &g, .num_sge = 1, .opcode = IBV_WR_SEND,
+                          .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE}, *bad;
+  if (ibv_post_send(s->qp, &w, &bad)) fail("post_send SEND");
+  if (wait_one(s->cq).status != IBV_WC_SUCCESS) fail("a SEND to an SRQ's QP completes");
+}
+
+static void free_side(struct side *s) {
+  if (ibv_destroy_qp(s->qp) || ibv_dereg_mr(s->mr) || ibv_destroy_cq(s->cq)) fail("side teardown");
+  free(s->buf);
+}
+
+/* A shared receive queue: two QPs take their receives from it in the order they were posted, and
+ * each completion names the QP that got the message. */
+static void check_srq(struct ibv_context *ctx, struct ibv_pd *pd) {
+  struct ibv_srq_init_attr sa = {0};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+  CHECK(srq && sa.attr.max_wr >= 4, "create_srq");
+  struct side r1, r2, s1, s2;
+  make_side(ctx, pd, &r1, srq);
+  make_side(ctx, pd, &r2, srq);
+  make_side(ctx, pd, &s1, NULL);
+  make_side(ctx, pd, &s2, NULL);
+  connect_to(ctx, &r1, s1.qp->qp_num);
+  connect_to(ctx, &s1, r1.qp->qp_num);
+  connect_to(ctx, &r2, s2.qp->qp_num);
+  connect_to(ctx, &s2, r2.qp->qp_num);
+  struct ibv_sge g[3];
+  struct ibv_recv_wr w[3], *bad;
+  for (int i = 0; i < 3; ++i) {
+    g[i] = (struct ibv_sge){(uintptr_t)r1.buf + 1024 * i, 64, r1.mr->lkey};
+    w[i] = (struct ibv_recv_wr){.wr_id = 100 + i, .next = i < 2 ? &w[i + 1] : NULL, .sg_list = &g[i], .num_sge = 1};
+  }
+  if (ibv_post_srq_recv(srq, &w[0], &bad)) fail("post_srq_recv");
+  struct ibv_recv_wr own = w[2];
+  own.next = NULL;
+  CHECK(ibv_post_recv(r1.qp, &own, &bad) == EINVAL, "post_recv on a QP of an SRQ: EINVAL");
+  const char *texts[3] = {"first", "second", "third"};
+  struct side *to[3] = {&r1, &r2, &r1}, *from[3] = {&s1, &s2, &s1};
+  int in_order = 1;
+  for (int i = 0; i < 3; ++i) {
+    send_text(from[i], texts[i]);
+    struct ibv_wc wc = wait_one(to[i]->cq);
+    in_order &= wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i) && wc.qp_num == to[i]->qp->qp_num &&
+                wc.byte_len == strlen(texts[i]) + 1 && !strcmp((char *)r1.buf + 1024 * i, texts[i]);
+  }
+  CHECK(in_order, "SENDs to two QPs take the SRQ's receives in order, each completing on its QP");
+  errno = 0;
+  CHECK(ibv_destroy_srq(srq) == EBUSY, "destroy_srq while QPs use it: EBUSY");
+  struct ibv_srq_attr qa;
+  CHECK(!ibv_query_srq(srq, &qa) && qa.max_wr >= 4 && qa.max_sge >= 1, "query_srq");
+  qa.srq_limit = 1;
+  CHECK(ibv_modify_srq(srq, &qa, IBV_SRQ_LIMIT) == EOPNOTSUPP, "arming an SRQ limit: EOPNOTSUPP");
+  free_side(&r1);
+  free_side(&r2);
+  free_side(&s1);
+  free_side(&s2);
+  CHECK(!ibv_destroy_srq(srq), "destroy_srq once its QPs are gone");
+}
+
 int main(void) {
   int n;
   struct ibv_device **list = ibv_get_device_list(&n);
@@ -93,8 +157,8 @@ int main(void) {
   struct ibv_pd *pd = ibv_alloc_pd(ctx);
   if (!pd) fail("alloc_pd");
   struct side a, b;
-  make_side(ctx, pd, &a);
-  make_side(ctx, pd, &b);
+  make_side(ctx, pd, &a, NULL);
+  make_side(ctx, pd, &b, NULL);
   connect_to(ctx, &a, b.qp->qp_num);
   connect_to(ctx, &b, a.qp->qp_num);
   CHECK(a.qp->qp_num < (1u << 24) && b.qp->qp_num < (1u << 24), "QP numbers fit 24 bits");
@@ -164,11 +228,6 @@ int main(void) {
   ud.cap.max_send_wr = ud.cap.max_recv_wr = 1;
   errno = 0;
   CHECK(!ibv_create_qp(pd, &ud) && errno == EOPNOTSUPP, "a UD QP: EOPNOTSUPP");
-  struct ibv_srq_init_attr sa = {0};
-  sa.attr.max_wr = 4;
-  sa.attr.max_sge = 1;
-  errno = 0;
-  CHECK(!ibv_create_srq(pd, &sa) && errno == EOPNOTSUPP, "an SRQ: EOPNOTSUPP");
   union ibv_gid g = {0};
   CHECK(ibv_attach_mcast(a.qp, &g, 0) == EOPNOTSUPP, "attach_mcast: EOPNOTSUPP");
   struct ibv_cq_init_attr_ex cqa = {.cqe = 4};
@@ -177,6 +236,8 @@ int main(void) {
   errno = 0;
   CHECK(!ibv_reg_mr(pd, a.buf + 100, 10, IBV_ACCESS_LOCAL_WRITE) && errno == EOPNOTSUPP,
         "a second region over a registered page: EOPNOTSUPP");
+
+  check_srq(ctx, pd);
 
   if (ibv_destroy_qp(a.qp) || ibv_destroy_qp(b.qp)) fail("destroy_qp");
   if (ibv_dereg_mr(a.mr) || ibv_dereg_mr(b.mr)) fail("dereg_mr");

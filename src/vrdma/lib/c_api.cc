@@ -10,6 +10,7 @@
 #include "vrdma/lib/context.hh"
 #include "vrdma/lib/cq.hh"
 #include "vrdma/lib/qp.hh"
+#include "vrdma/lib/srq.hh"
 
 struct vrdma_context {
   std::unique_ptr<rb::vrdma::Context> impl;
@@ -28,6 +29,11 @@ struct vrdma_cq {
 struct vrdma_qp {
   vrdma_pd* pd;
   std::unique_ptr<rb::vrdma::Qp> impl;
+};
+
+struct vrdma_srq {
+  vrdma_pd* pd;
+  std::unique_ptr<rb::vrdma::Srq> impl;
 };
 
 namespace {
@@ -181,6 +187,11 @@ vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
   attr.max_inline = a->max_inline_data;
   attr.sig_all = a->sq_sig_all != 0;
   attr.flags = a->flags & (VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE | VRDMA_QP_KEEP_RECVS);
+  if (a->srq && a->srq->pd != pd) {
+    set_error(EINVAL, "create_qp: the SRQ is of another PD");
+    return nullptr;
+  }
+  attr.srq = a->srq ? a->srq->impl.get() : nullptr;
   auto q = rb::vrdma::Qp::create(*pd->ctx->impl, attr);
   if (failed(q)) return nullptr;
   return new (std::nothrow) vrdma_qp{pd, std::move(*q.value)};
@@ -239,6 +250,26 @@ int vrdma_withdraw_recvs(vrdma_qp* qp) {
 int vrdma_post_recv(vrdma_qp* qp, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
   int r = qp->impl->post_recv(wr, bad);
   return r ? set_error(r, "post_recv: a work request was refused (bad_wr names it)") * -1 : 0;
+}
+
+vrdma_srq* vrdma_create_srq(vrdma_pd* pd, uint32_t max_wr) {
+  auto s = rb::vrdma::Srq::create(*pd->ctx->impl, pd->id, max_wr);
+  if (failed(s)) return nullptr;
+  return new (std::nothrow) vrdma_srq{pd, std::move(*s.value)};
+}
+
+uint32_t vrdma_srq_capacity(const vrdma_srq* srq) { return srq->impl->capacity(); }
+
+int vrdma_post_srq_recv(vrdma_srq* srq, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
+  int r = srq->impl->post(wr, bad);
+  return r ? set_error(r, "post_srq_recv: a work request was refused (bad_wr names it)") * -1 : 0;
+}
+
+int vrdma_destroy_srq(vrdma_srq* srq) {
+  auto d = srq->pd->ctx->impl->destroy_srq(srq->impl->num());
+  if (failed(d)) return -errno;
+  delete srq;
+  return 0;
 }
 
 }  // extern "C"

@@ -229,13 +229,26 @@ const Region* Context::region(uint32_t lkey) const {
   return it == regions_.end() ? nullptr : it->second;
 }
 
-Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell) {
+Call<uint32_t> Context::create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell, uint32_t srq) {
   proto::CreateQp c;
   c.pd = pd;
+  c.srq = srq;
   c.mem_len = mem_len;
   auto a = ask(proto::Type::create_qp, c, proto::Type::qp_created, memfd, doorbell);
   if (!a.ok()) return fail<uint32_t>(a.error.err, a.error.message);
   return done(a.value->msg.as<proto::QpCreated>().qp_num);
+}
+
+Call<uint32_t> Context::create_srq(uint32_t pd, int memfd, uint64_t mem_len) {
+  auto a = ask(proto::Type::create_srq, proto::CreateSrq{pd, 0, mem_len}, proto::Type::handle, memfd);
+  if (!a.ok()) return fail<uint32_t>(a.error.err, a.error.message);
+  return done(a.value->msg.as<proto::Handle>().id);
+}
+
+Call<bool> Context::destroy_srq(uint32_t srq) {
+  auto a = ask(proto::Type::destroy_srq, proto::Handle{srq}, proto::Type::done);
+  if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
+  return done(true);
 }
 
 Call<bool> Context::send_doorbell(uint32_t qp_num, int doorbell) {

@@ -99,7 +99,9 @@ class Context {
   // takes the buffer's pages (mapped over them) and goes to the router as the region.
   Call<std::unique_ptr<Region>> reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access);
   Call<std::string> stats();
-  Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell);
+  Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell, uint32_t srq);
+  Call<uint32_t> create_srq(uint32_t pd, int memfd, uint64_t mem_len);
+  Call<bool> destroy_srq(uint32_t srq);
   Call<bool> send_doorbell(uint32_t qp_num, int doorbell);
   Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router, const proto::RouterAddress& peer_at);
   Call<Grant> grant(uint32_t qp_num, uint32_t key);

@@ -14,6 +14,7 @@
 #include "vrdma/lib/copy.hh"
 #include "vrdma/lib/cq.hh"
 #include "vrdma/lib/qp_view.hh"
+#include "vrdma/lib/srq.hh"
 
 namespace rb::vrdma {
 namespace {
@@ -45,7 +46,9 @@ Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
   if (attr.max_recv_wr > (1u << 16) || attr.max_send_wr > (1u << 16))
     return fail(EINVAL, "max_send_wr and max_recv_wr go up to 65536");
   uint64_t slots = 1, send_slots = 1;
-  while (slots < std::max<uint32_t>(attr.max_recv_wr, 1)) slots <<= 1;
+  // With an SRQ, the arrival ring (as big as the receive ring) must hold as many as it has.
+  uint32_t recv_wr = attr.srq ? std::max(attr.max_recv_wr, attr.srq->capacity()) : attr.max_recv_wr;
+  while (slots < std::max<uint32_t>(recv_wr, 1)) slots <<= 1;
   while (send_slots < std::max<uint32_t>(attr.max_send_wr, 1)) send_slots <<= 1;
   QpLayout l = qp_layout(slots, send_slots);
   auto mem = SharedMemory::create("vrdma-qp", l.total);
@@ -71,7 +74,8 @@ Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
   q->my_sends_.emplace(*sr);
   q->my_cqes_.emplace(*cr);
   uint64_t total = l.total;
-  auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total, attr.recv_cq ? attr.recv_cq->event_fd() : -1);
+  auto num = ctx.create_qp(attr.pd, q->mem_.fd(), total, attr.recv_cq ? attr.recv_cq->event_fd() : -1,
+                           attr.srq ? attr.srq->num() : 0);
   if (!num.ok()) return fail(num.error.err, num.error.message);
   q->num_ = *num.value;
   // The router answers router-path requests on the send CQ: it rings that CQ where it is another.
@@ -201,6 +205,10 @@ bool Qp::local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) 
 }
 
 int Qp::post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
+  if (attr_.srq && wr) {  // its receives come from the SRQ: post there
+    if (bad) *bad = wr;
+    return EINVAL;
+  }
   for (; wr; wr = wr->next) {
     uint64_t total;
     if (wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge) ||
@@ -208,12 +216,7 @@ int Qp::post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
       if (bad) *bad = wr;
       return wr->num_sge > int(proto::kMaxSge) ? EINVAL : EFAULT;
     }
-    proto::RecvEntry e;
-    e.wr_id = wr->wr_id;
-    e.seq = next_recv_seq_;
-    e.nsge = uint32_t(wr->num_sge);
-    for (int i = 0; i < wr->num_sge; ++i) e.sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-    if (!my_recvs_->push(e)) {
+    if (!my_recvs_->push(recv_entry(*wr, next_recv_seq_))) {
       if (bad) *bad = wr;
       return ENOMEM;
     }
@@ -462,12 +465,16 @@ int Qp::take_arrivals(int n, vrdma_wc* out) {
   proto::Arrival a;
   while (got < n && my_arrivals_->pop(a)) {
     bool unbound = a.no_recv && (attr_.flags & proto::imm_without_recv);
+    std::optional<uint64_t> shared;  // the SRQ receive it used
+    if (attr_.srq && !unbound && !(shared = attr_.srq->take(a.recv_seq))) continue;  // none of ours
     // An arrival for a receive taken back (and flushed) already, or for none of ours (a peer
     // that misbehaves), completes nothing.
-    if (!unbound && (a.recv_seq < withdrawn_below_ || posted_recvs_.empty())) continue;
+    if (!shared && !unbound && (a.recv_seq < withdrawn_below_ || posted_recvs_.empty())) continue;
     vrdma_wc& wc = out[got++];
     wc = {};
-    if (!unbound) {
+    if (shared) {
+      wc.wr_id = *shared;
+    } else if (!unbound) {
       wc.wr_id = posted_recvs_.front().wr_id;
       posted_recvs_.pop_front();
     }

@@ -18,6 +18,7 @@
 namespace rb::vrdma {
 
 class Cq;
+class Srq;
 
 struct QpAttr {
   uint32_t pd = 0;
@@ -26,6 +27,7 @@ struct QpAttr {
   uint32_t max_send_wr = 0, max_recv_wr = 0, max_inline = 0;
   bool sig_all = false;
   uint32_t flags = 0;  // proto::QpFlags
+  Srq* srq = nullptr;  // where its receives come from (then post_recv is refused)
 };
 
 class Qp {

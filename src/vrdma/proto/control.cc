@@ -26,6 +26,8 @@ const char* type_name(Type t) {
     case Type::granted: return "granted";
     case Type::destroy_qp: return "destroy_qp";
     case Type::send_doorbell: return "send_doorbell";
+    case Type::create_srq: return "create_srq";
+    case Type::destroy_srq: return "destroy_srq";
   }
   return "unknown";
 }
@@ -51,7 +53,9 @@ std::optional<size_t> body_size(Type t) {
     case Type::grant: return sizeof(GrantAsk);
     case Type::granted: return sizeof(Granted);
     case Type::destroy_qp:
+    case Type::destroy_srq:
     case Type::send_doorbell: return sizeof(Handle);
+    case Type::create_srq: return sizeof(CreateSrq);
   }
   return std::nullopt;
 }

@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 3;
+constexpr uint16_t kVersion = 4;
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -41,6 +41,8 @@ enum class Type : uint16_t {
   granted,       // router -> client
   destroy_qp,    // client: Handle (the QP number); reply done
   send_doorbell, // client: Handle (the QP number) with its send CQ's eventfd; reply done
+  create_srq,    // client: CreateSrq with the SRQ's ring (a memfd); reply Handle (the SRQ number)
+  destroy_srq,   // client: Handle (the SRQ number); reply done
 };
 const char* type_name(Type t);
 
@@ -109,8 +111,15 @@ struct StatsText {
 };
 struct CreateQp {
   uint32_t pd = 0;
-  uint32_t pad = 0;
+  uint32_t srq = 0;      // the SRQ its receives come from; 0: its own receive ring
   uint64_t mem_len = 0;  // bytes of the QP's shared memory (the descriptor rides with the packet)
+};
+// A shared receive queue: one ring of receives (the owner produces, the router consumes) that
+// the SENDs to every QP made with it take from. Its QPs take the router path.
+struct CreateSrq {
+  uint32_t pd = 0;
+  uint32_t pad = 0;
+  uint64_t mem_len = 0;  // bytes of the ring's shared memory (the descriptor rides with the packet)
 };
 struct QpCreated {
   uint32_t qp_num = 0;
@@ -149,6 +158,7 @@ template <> constexpr Type type_of<RegMr>() { return Type::reg_mr; }
 template <> constexpr Type type_of<MrGranted>() { return Type::mr_granted; }
 template <> constexpr Type type_of<StatsText>() { return Type::stats_text; }
 template <> constexpr Type type_of<CreateQp>() { return Type::create_qp; }
+template <> constexpr Type type_of<CreateSrq>() { return Type::create_srq; }
 template <> constexpr Type type_of<QpCreated>() { return Type::qp_created; }
 template <> constexpr Type type_of<ConnectQp>() { return Type::connect_qp; }
 template <> constexpr Type type_of<QpConnected>() { return Type::qp_connected; }

@@ -145,7 +145,7 @@ class Mover {
       peer_.rnr_since_ns = 0;
       a.recv_seq = recv_.seq;
       if (with_data) fill(a, o);
-      peer_.view->recvs.pop(recv_);
+      receive_ring(peer_).pop(recv_);
     }
     peer_.view->arrivals.push(a);
     return o;
@@ -218,6 +218,7 @@ void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t b
 }
 
 bool next_receive(QpEntry& q, proto::RecvEntry& out) {
+  if (q.srq) return q.srq->ring->peek(out);  // an SRQ's receives are never withdrawn
   uint64_t below = q.header()->withdrawn_below.load(std::memory_order_acquire);
   while (q.view->recvs.peek(out)) {
     if (out.seq >= below) return true;

@@ -32,6 +32,9 @@ bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now);
 // Charges a request that went.
 void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t bytes);
 
+// The ring a QP's incoming SENDs take receives from: its SRQ's, or its own.
+inline SpscRing<proto::RecvEntry>& receive_ring(QpEntry& q) { return q.srq ? *q.srq->ring : q.view->recvs; }
+
 // The peer's next receive, skipping those its owner withdrew; left in place. False: none.
 bool next_receive(QpEntry& q, proto::RecvEntry& out);
 

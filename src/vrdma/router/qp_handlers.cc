@@ -26,9 +26,19 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   if (!map) return error(s, m, EINVAL, "QP memory: " + map.status().message());
   if (reinterpret_cast<proto::QpHeader*>(map->data())->magic != proto::kQpMagic)
     return error(s, m, EINVAL, "QP memory is not laid out as a QP");
+  std::shared_ptr<SrqEntry> srq;
+  if (req.srq) {
+    auto it = srqs_.find(req.srq);
+    if (it == srqs_.end() || it->second->owner != s.id)
+      return error(s, m, EINVAL, fmt::format("SRQ {:#x} is not one of this client's", req.srq));
+    if (it->second->pd != req.pd) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is of another PD", req.srq));
+    srq = it->second;
+  }
   uint32_t num = fresh_key(proto::kQpNumMask);
   QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), {}, std::move(*map), req.mem_len};
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
+  if (srq) ++srq->users;
+  q.srq = std::move(srq);
   qps_.emplace(num, std::move(q));
   s.qps.insert(num);
   ++u.qps;
@@ -50,7 +60,9 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
     return error(s, m, EISCONN, fmt::format("QP {:#x} is connected to another QP", req.peer_qp_num));
   // The router path where the tenant's config asks for it, where its rates are limited (QoS is
   // enforced there) or where either QP asked; both sides of a connection take the same one.
-  bool routed = !s.tenant.direct || s.tenant.rate_limited() || ((mine.flags | peer->second.flags) & proto::router_path);
+  // A QP with an SRQ takes it too: the SRQ's one consumer is the router's control thread.
+  bool routed = !s.tenant.direct || s.tenant.rate_limited() || ((mine.flags | peer->second.flags) & proto::router_path) ||
+                mine.srq || peer->second.srq;
   if (peer->second.peer == req.qp_num && peer->second.router_path != routed)
     return error(s, m, EINVAL, fmt::format("QP {:#x} connected on the {} path; both sides of a connection take the same path",
                                           req.peer_qp_num, peer->second.router_path ? "router" : "direct"));
@@ -73,11 +85,12 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
 void Router::route_qp(QpEntry& q, uint32_t peer) {
   q.router_path = true;
   q.peer = peer;
-  if (data_.empty() || q.remote) {
+  auto p = qps_.find(peer);
+  bool srq = q.srq || (p != qps_.end() && p->second.srq);  // an SRQ has one consumer: the control thread
+  if (data_.empty() || q.remote || srq) {
     routed_.push_back(q.num);
     return;
   }
-  auto p = qps_.find(peer);
   q.thread = p != qps_.end() && p->second.thread >= 0 ? p->second.thread : int(next_thread_++ % data_.size());
   data_[q.thread]->qps.push_back(q.num);
   // It may be parked, and this QP was not marked for it when it parked: wake it to look.
@@ -129,10 +142,42 @@ void Router::release_qp(uint32_t num) {
       ring(q);  // a peer asleep on its CQ wakes to find its QP broken
     }
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
+  if (it->second.srq) --it->second.srq->users;
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
   if (int t = it->second.thread; t >= 0) std::erase(data_[t]->qps, num);
   keys_in_use_.erase(num);
   qps_.erase(it);
+}
+
+Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& fd) {
+  auto req = m.as<proto::CreateSrq>();
+  if (!s.pds.count(req.pd)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", req.pd));
+  if (!fd) return error(s, m, EINVAL, "create_srq came without the SRQ's memory");
+  if (req.mem_len > (64ull << 20)) return error(s, m, EINVAL, fmt::format("SRQ memory of {} B: give at most 64 MiB", req.mem_len));
+  auto map = Mapping::map(fd.get(), req.mem_len);  // sealed: the client cannot shrink it under us
+  if (!map) return error(s, m, EINVAL, "SRQ memory: " + map.status().message());
+  auto ring = SpscRing<proto::RecvEntry>::attach(map->bytes());
+  if (!ring) return error(s, m, EINVAL, "SRQ memory is not a ring of receives: " + ring.status().message());
+  auto e = std::make_shared<SrqEntry>();
+  e->num = fresh_key(proto::kQpNumMask);
+  e->pd = req.pd;
+  e->owner = s.id;
+  e->mem.emplace(std::move(*map));
+  e->ring.emplace(*ring);
+  srqs_.emplace(e->num, e);
+  s.srqs.insert(e->num);
+  return {proto::encode(Type::handle, m.h.seq, proto::Handle{e->num})};
+}
+
+Router::Reply Router::destroy_srq(Session& s, const proto::Message& m) {
+  uint32_t num = m.as<proto::Handle>().id;
+  if (!s.srqs.count(num)) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is not one of this client's", num));
+  if (uint32_t n = srqs_.at(num)->users)
+    return error(s, m, EBUSY, fmt::format("SRQ {:#x} has {} QP{}; destroy them first", num, n, n == 1 ? "" : "s"));
+  srqs_.erase(num);
+  s.srqs.erase(num);
+  keys_in_use_.erase(num);
+  return {proto::encode(Type::done, m.h.seq)};
 }
 
 Router::Reply Router::send_doorbell(Session& s, const proto::Message& m, UniqueFd& fd) {

@@ -152,6 +152,8 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
     }
     in.uses_recv = true;
     in.arrival.recv_seq = recv.seq;
+    // An SRQ's receive is taken now: the ops of its other QPs may start before this one ends.
+    if (q.srq) q.srq->ring->pop(recv);
   } else {
     in.arrival.no_recv = 1;
   }
@@ -188,7 +190,7 @@ void Router::finish_inbound(QpEntry& q, RemoteIn& in) {
   bool consumed = in.status == VRDMA_WC_SUCCESS || in.arrival.status != uint8_t(proto::ArrivalStatus::ok);
   if (announces && consumed && in.status != VRDMA_WC_RNR_RETRY_EXC_ERR) {
     proto::RecvEntry used;
-    if (in.uses_recv) q.view->recvs.pop(used);
+    if (in.uses_recv && !q.srq) q.view->recvs.pop(used);
     q.view->arrivals.push(in.arrival);
     wake_recv(q);
   }

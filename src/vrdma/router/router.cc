@@ -226,6 +226,8 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
     case Type::grant: return grant(s, m);
     case Type::destroy_qp: return destroy_qp(s, m);
     case Type::send_doorbell: return send_doorbell(s, m, p.fd);
+    case Type::create_srq: return create_srq(s, m, p.fd);
+    case Type::destroy_srq: return destroy_srq(s, m);
     case Type::stats: {
       std::string text = stats_text();
       proto::StatsText st{uint32_t(text.size())};
@@ -248,6 +250,10 @@ void Router::drop(uint32_t id) {
     u.qps -= s.qps.size();
     revoke_grants_of(s);
     for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
+    for (uint32_t n : s.srqs) {
+      srqs_.erase(n);
+      keys_in_use_.erase(n);
+    }
     for (auto& [lkey, mr] : s.mrs) {
       u.reg_bytes -= mr.len;
       keys_in_use_.erase(mr.lkey);

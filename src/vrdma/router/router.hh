@@ -116,6 +116,15 @@ struct RemoteQp {
   std::deque<RemoteIn> in;
 };
 
+// A shared receive queue: its ring is mapped here, and the control thread is its one consumer
+// (every QP made with it, and its peer, stay on that thread).
+struct SrqEntry {
+  uint32_t num = 0, pd = 0, owner = 0;
+  std::optional<Mapping> mem;
+  std::optional<SpscRing<proto::RecvEntry>> ring;
+  uint32_t users = 0;  // QPs made with it
+};
+
 struct QpEntry {
   uint32_t num = 0, pd = 0, owner = 0;  // owner: the session
   uint32_t peer = 0;                    // the QP it connected to, 0 before
@@ -132,6 +141,7 @@ struct QpEntry {
   TokenBuckets tokens;             // router path: the tenant's per-QP rates
   int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
+  std::shared_ptr<SrqEntry> srq;     // where its receives come from, when not its own ring
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
 
@@ -140,7 +150,7 @@ struct Session {
   uint32_t id = 0, pid = 0, uid = 0;
   bool welcomed = false;
   Tenant tenant;
-  std::set<uint32_t> pds, qps;
+  std::set<uint32_t> pds, qps, srqs;
   std::map<uint32_t, MemoryRegionEntry> mrs;  // by lkey
 };
 
@@ -193,6 +203,8 @@ class Router final : private LinkSink {
   Reply connect_qp(Session& s, const proto::Message& m);
   Reply grant(Session& s, const proto::Message& m);
   Reply destroy_qp(Session& s, const proto::Message& m);
+  Reply create_srq(Session& s, const proto::Message& m, UniqueFd& mem);
+  Reply destroy_srq(Session& s, const proto::Message& m);
   // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
   void revoke_grants_of(const Session& s);
   void release_qp(uint32_t num);
@@ -273,6 +285,7 @@ class Router final : private LinkSink {
   std::map<std::string, TenantUsage> usage_;
   std::set<uint32_t> keys_in_use_;
   std::map<uint32_t, QpEntry> qps_;  // every QP, by number
+  std::map<uint32_t, std::shared_ptr<SrqEntry>> srqs_;  // every SRQ, by number
   std::vector<uint32_t> routed_;     // the QPs on the router path
   UniqueFd kick_;                    // an eventfd clients write after posting while we are parked
   bool deferred_ = false;            // a request waits for tokens (or a receive)

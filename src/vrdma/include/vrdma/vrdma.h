@@ -71,6 +71,7 @@ char *vrdma_router_stats(struct vrdma_context *ctx);
 
 struct vrdma_cq;
 struct vrdma_qp;
+struct vrdma_srq;
 
 enum { VRDMA_MAX_SGE = 4, VRDMA_ADDRESS_BYTES = 40 };
 
@@ -190,7 +191,22 @@ struct vrdma_qp_init_attr {
   uint32_t max_send_wr, max_recv_wr, max_inline_data;
   int sq_sig_all;
   unsigned flags; /* vrdma_qp_flags */
+  /* Receives come from this shared receive queue (of the same PD), and vrdma_post_recv on the
+   * QP fails with EINVAL. NULL: the QP's own receive queue. */
+  struct vrdma_srq *srq;
 };
+
+/* ---- Shared receive queues ----
+ * The receives that SENDs (and writes with immediate data) to any QP made with the SRQ take, in
+ * the order they were posted; each completes on the recv CQ of the QP that got the message, with
+ * that QP's number. The QPs of an SRQ, and their peers, take the router path. A QP in error does
+ * not flush the SRQ's receives. */
+struct vrdma_srq *vrdma_create_srq(struct vrdma_pd *pd, uint32_t max_wr);
+/* How many receives it holds (max_wr rounded up to a power of two). */
+uint32_t vrdma_srq_capacity(const struct vrdma_srq *srq);
+int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad_wr);
+/* Fails with EBUSY while a QP made with it exists. */
+int vrdma_destroy_srq(struct vrdma_srq *srq);
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, const struct vrdma_qp_init_attr *attr);
 uint32_t vrdma_qp_num(const struct vrdma_qp *qp);
 /* The QP's address (VRDMA_ADDRESS_BYTES), for the peer to connect to; handed over out of band. */
