@@ -6,7 +6,9 @@ the ratio (perftest / rdmabench). Latency is perftest's t_typical (its median) a
 rdmabench's p50, both one way (half the round trip) for WRITE and SEND and the full round trip
 for READ and fetch-add; bandwidth is Gb/s (10^9 bits) from both. rdmabench is given perftest's
 defaults for depth (128) and completion moderation (a signaled request every 100). Each round's
-ratio pairs the two tools' back-to-back runs. Writes the "## perftest over vrdma beside
+ratio pairs the two tools' back-to-back runs. Then build/verbs_loop_cost times what one side's
+loop costs per iteration, waiting left out, as each tool runs its 64 B ping-pong (perftest signals
+and polls every request; rdmabench sends inline and unsignaled). Writes the "## perftest over vrdma beside
 rdmabench -t vrdma" section of bench/RESULTS.md; why rows differ is the hand-written section after
 it, which no script rewrites.
 
@@ -78,17 +80,48 @@ def main():
     router = subprocess.Popen([str(BUILD / "vrdmad"), "--socket", sock, "-q"], stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     got = {label: {"perftest": [], "rdmabench": []} for label, *_ in ROWS}
+    loops = {}
     try:
         for rnd in range(ROUNDS):
             for label, pargv, rflags, figure in ROWS:  # the two tools take turns, row by row
                 got[label]["perftest"].append(perftest(sock, pargv, figure))
                 got[label]["rdmabench"].append(rdmabench(sock, rflags, figure))
             print(f"round {rnd + 1}/{ROUNDS} done", file=sys.stderr)
+        loops = loop_costs(sock)
     finally:
         router.kill()
         router.wait()
         shutil.rmtree(d, ignore_errors=True)
-    write_section(got)
+    write_section(got, loops)
+
+
+def loop_costs(sock):
+    """{loop name: [ns per iteration, one per run]} from build/verbs_loop_cost, on CPU 0."""
+    prog = BUILD / "verbs_loop_cost"
+    if not prog.exists():
+        return {}
+    costs = {}
+    for _ in range(ROUNDS):
+        out = subprocess.run(["taskset", "-c", "0", str(BUILD / "vrdma-run"), str(prog), "1000000"], capture_output=True,
+                             text=True, timeout=300, env={**os.environ, "VRDMA_SOCKET": sock}, check=True).stdout
+        for name, ns in (line.split() for line in out.splitlines() if line.strip()):
+            costs.setdefault(name, []).append(float(ns))
+    return costs
+
+
+def loop_lines(loops):
+    if not loops:
+        return []
+    lines = ["", f"One side's loop per iteration, waiting left out (`build/verbs_loop_cost`, through `vrdma-run`, direct",
+             f"path, CPU 0, {ROUNDS} runs of 10^6 iterations; median and range, ns):", "",
+             "| 64 B | as perftest runs it (signaled, completion polled) | as rdmabench runs it (inline, unsignaled) | difference |",
+             "|---|---|---|---|"]
+    for op in ("write", "send"):
+        p, r = loops[f"{op}_perftest"], loops[f"{op}_rdmabench"]
+        lines.append(f"| {op.upper()} | {statistics.median(p):.1f} ({min(p):.1f}-{max(p):.1f}) | "
+                     f"{statistics.median(r):.1f} ({min(r):.1f}-{max(r):.1f}) | "
+                     f"{statistics.median(p) - statistics.median(r):.1f} |")
+    return lines
 
 
 def paired(got, label):
@@ -102,7 +135,7 @@ def paired(got, label):
     return p, r, ratios, best
 
 
-def write_section(got):
+def write_section(got, loops):
     lines = [f"`bench/verbs_vs_rdmabench.py` (in `make compare`), {ROUNDS} rounds taking turns, one vrdmad, client on",
              "CPU 0 and server on CPU 1, this 2-core VM. perftest 4.5 runs unmodified through `vrdma-run`; rdmabench",
              "gets perftest's depth and moderation. Medians (range over rounds); ratio = perftest / rdmabench,",
@@ -121,6 +154,7 @@ def write_section(got):
     lines.append("")
     lines.append("Outside 15% by both the paired median and best against best: " +
                  (", ".join(outside) if outside else "none") + ".")
+    lines += loop_lines(loops)
     text = "\n".join(lines) + "\n"
     print(text)
     subprocess.run([sys.executable, str(ROOT / "bench/results_md.py"), "## perftest over vrdma beside rdmabench -t vrdma",
