@@ -77,10 +77,7 @@ int main(int argc, char **argv) {
   struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
   if (!pd) fail("open_device, alloc_pd");
   struct side a, b;
-  make_side(ctx, pd, &a, NULL);
-  make_side(ctx, pd, &b, NULL);
-  connect_to(ctx, &a, b.qp->qp_num);
-  connect_to(ctx, &b, a.qp->qp_num);
+  make_pair(ctx, pd, &a, &b);
   struct ibv_sge g = {(uintptr_t)a.buf, 64, a.mr->lkey};
   struct ibv_send_wr w = {.wr_id = 1, .sg_list = &g, .num_sge = 1};
   w.wr.rdma.remote_addr = (uintptr_t)b.buf;

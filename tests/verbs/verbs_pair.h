@@ -83,4 +83,12 @@ static struct ibv_wc wait_one(struct ibv_cq *cq) {
   return wc;
 }
 
+/* Two sides with their own QPs (no SRQ), connected to each other. */
+static void make_pair(struct ibv_context *ctx, struct ibv_pd *pd, struct side *a, struct side *b) {
+  make_side(ctx, pd, a, NULL);
+  make_side(ctx, pd, b, NULL);
+  connect_to(ctx, a, b->qp->qp_num);
+  connect_to(ctx, b, a->qp->qp_num);
+}
+
 #endif

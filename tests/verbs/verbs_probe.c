@@ -86,10 +86,7 @@ int main(void) {
   struct ibv_pd *pd = ibv_alloc_pd(ctx);
   if (!pd) fail("alloc_pd");
   struct side a, b;
-  make_side(ctx, pd, &a, NULL);
-  make_side(ctx, pd, &b, NULL);
-  connect_to(ctx, &a, b.qp->qp_num);
-  connect_to(ctx, &b, a.qp->qp_num);
+  make_pair(ctx, pd, &a, &b);
   CHECK(a.qp->qp_num < (1u << 24) && b.qp->qp_num < (1u << 24), "QP numbers fit 24 bits");
 
   /* The ibv_wr_* path: a WRITE from a's buffer and an inline SEND into b's posted receive. */
