@@ -1,6 +1,5 @@
 #include "vrdma/lib/cq.hh"
 
-#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -69,7 +68,7 @@ int Cq::poll(int n, vrdma_wc* out) {
   }
   // Spin-then-yield: a router-path QP's bytes are moved by the router, which may need this very
   // core (two cores, three busy processes: client, router, server).
-  if (got == 0 && ++empty_polls_ % 16 == 0 && routed()) sched_yield();
+  if (got == 0 && ++empty_polls_ % 16 == 0 && routed()) yield_.yield();
   if (got) empty_polls_ = 0;
   return got;
 }

@@ -6,6 +6,7 @@
 
 #include <vrdma/vrdma.h>
 
+#include "core/courteous_yield.hh"
 #include "core/unique_fd.hh"
 
 namespace rb::vrdma {
@@ -34,6 +35,7 @@ class Cq {
   int capacity_;
   bool armed_ = false;   // arm() was called and no own completion has woken it since
   int empty_polls_ = 0;  // in a row: on the router path every 16th gives the core away
+  CourteousYield yield_;
   UniqueFd efd_;
   std::deque<vrdma_wc> local_;
   std::vector<Qp*> receivers_;

@@ -3,7 +3,6 @@
 // the mappings it holds of both regions, and answers in the initiator's CQE ring; SENDs fill the
 // target's posted receives. Tenant rate limits are token buckets: a request without tokens
 // stays at the head of its ring (deferred), never slept on inside the loop.
-#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -333,15 +332,24 @@ void Router::set_parked(const std::vector<uint32_t>& list, bool parked) {
 }
 
 // Deferred work (tokens, a receive, room for answers) is looked at again after a millisecond;
-// otherwise the loop sleeps until a client kicks it or a control message comes.
-int Router::park_ms() const { return deferred_ ? 1 : !connects_.empty() ? 50 : -1; }
+// otherwise the loop sleeps until a client kicks it or a control message comes, or a nap ends.
+int64_t Router::park_ns(IdleSpin::Turn turn) const {
+  int64_t ns = deferred_ ? 1'000'000 : !connects_.empty() ? 50'000'000 : -1;
+  return turn == IdleSpin::Turn::nap && (ns < 0 || ns > IdleSpin::kNapNs) ? IdleSpin::kNapNs : ns;
+}
+
+int epoll_wait_ns(int epfd, epoll_event* evs, int max, int64_t timeout_ns) {
+  if (timeout_ns < 0) return epoll_wait(epfd, evs, max, -1);
+  timespec t{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+  return epoll_pwait2(epfd, evs, max, &t, nullptr);
+}
 
 // A data thread (--threads N > 1): moves its shard of same-host router-path QPs, spinning while
 // they are busy and parking on its own kick eventfd when they are not. It holds its mutex while
 // it moves; the control thread takes every data thread's mutex before it changes anything.
 void Router::run_data(DataThread& d) {
   epoll_event evs[4];
-  int idle = 0;
+  IdleSpin spin(kSpinRounds);
   while (!stopping_.load(std::memory_order_relaxed)) {
     bool moved, deferred = false;
     {
@@ -350,26 +358,23 @@ void Router::run_data(DataThread& d) {
       if (moved) d.turns.fetch_add(1, std::memory_order_relaxed);
     }
     if (moved) {
-      idle = 0;
+      spin.worked();
       continue;
     }
-    if (++idle < kSpinRounds) {
-      sched_yield();
-      continue;
-    }
-    int timeout;
+    IdleSpin::Turn turn = spin.turn();
+    if (turn == IdleSpin::Turn::again) continue;
+    int64_t timeout_ns;
     {
       std::lock_guard lk(d.mu);
       set_parked(d.qps, true);
-      timeout = work_waiting(d.qps) ? 0 : deferred ? 1 : -1;
+      timeout_ns = work_waiting(d.qps) ? 0 : deferred ? 1'000'000 : turn == IdleSpin::Turn::nap ? IdleSpin::kNapNs : -1;
     }
-    int n = epoll_wait(d.epoll.get(), evs, 4, timeout);
+    int n = epoll_wait_ns(d.epoll.get(), evs, 4, timeout_ns);
     uint64_t v;
     while (n > 0 && read(d.kick.get(), &v, sizeof v) > 0) {
     }
     std::lock_guard lk(d.mu);
     set_parked(d.qps, false);
-    idle = 0;
   }
 }
 

@@ -4,9 +4,14 @@
 #include <chrono>
 #include <cstdint>
 
+#include <sys/epoll.h>
+
 #include "vrdma/router/router.hh"
 
 namespace rb::vrdma {
+
+// epoll_wait with a timeout in nanoseconds (a router's nap is shorter than a millisecond); < 0 waits.
+int epoll_wait_ns(int epfd, epoll_event* evs, int max, int64_t timeout_ns);
 
 constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
 constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive

@@ -1,6 +1,5 @@
 #include "vrdma/router/router.hh"
 
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -106,7 +105,7 @@ Status Router::run(int stop_fd) {
     ~Stop() { r->stop_data_threads(); }
   } stop{this};
   epoll_event evs[32];
-  int idle = 0;
+  IdleSpin spin(kSpinRounds);
   // The control thread holds every data thread's mutex while it works, and lets go only to spin
   // or sleep: data threads read the tables it changes.
   std::vector<std::unique_lock<std::mutex>> held;
@@ -115,32 +114,37 @@ Status Router::run(int stop_fd) {
     for (auto& l : held) on ? l.lock() : l.unlock();
   };
   hold(true);
+  auto idle_turn = [&] {
+    if (routed_.empty()) return IdleSpin::Turn::park;
+    hold(false);
+    IdleSpin::Turn t = spin.turn();
+    hold(true);
+    return t;
+  };
   while (true) {
     // With one thread it does both: control messages, and the router path's requests. It spins
     // (giving the core away each turn) while requests come, then parks in epoll_wait: clients
-    // kick it through an eventfd after posting, so an idle router uses no CPU.
+    // kick it through an eventfd after posting, so an idle router uses no CPU. Next to a process
+    // that never yields it naps instead of yielding (see IdleSpin).
     bool moved = fabric_ && fabric_->poll(*this) > 0;
     moved = (!routed_.empty() && pump(routed_, deferred_)) || moved;
     if (!connects_.empty()) expire_connects();
     if (!released_.empty()) sweep_released();
-    int timeout = 0;
+    int64_t timeout_ns = 0;
     bool parked = false;
+    IdleSpin::Turn turn = IdleSpin::Turn::again;
     if (moved) {
-      idle = 0;
+      spin.worked();
       hold(false);  // data threads get their turn while this one is busy too
       hold(true);
-    } else if (!routed_.empty() && ++idle < kSpinRounds) {
-      hold(false);
-      sched_yield();
-      hold(true);
-    } else {
+    } else if ((turn = idle_turn()) != IdleSpin::Turn::again) {
       set_parked(routed_, true);
       parked = true;
-      timeout = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : park_ms();
+      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : park_ns(turn);
     }
-    if (timeout) hold(false);
-    int n = epoll_wait(epoll_.get(), evs, 32, timeout);
-    if (timeout) hold(true);
+    if (timeout_ns) hold(false);
+    int n = epoll_wait_ns(epoll_.get(), evs, 32, timeout_ns);
+    if (timeout_ns) hold(true);
     if (parked) set_parked(routed_, false);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("epoll_wait");
@@ -151,11 +155,11 @@ Status Router::run(int stop_fd) {
         uint64_t v;
         while (read(kick_.get(), &v, sizeof v) > 0) {
         }
-        idle = 0;
+        spin.worked();
         continue;
       }
       if (tag == kFabricTag) {
-        idle = 0;
+        spin.worked();
         continue;
       }
       if (tag == kListenTag) {

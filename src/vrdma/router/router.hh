@@ -15,6 +15,7 @@
 #include <thread>
 #include <mutex>
 
+#include "core/courteous_yield.hh"
 #include "core/shm.hh"
 #include "core/status.hh"
 #include "core/unique_fd.hh"
@@ -221,7 +222,7 @@ class Router final : private LinkSink {
   void stop_data_threads();
   int kick_fd_of(const QpEntry& q) const;
   // How long the loop may sleep: -1 with nothing deferred, else until the next tokens.
-  int park_ms() const;
+  int64_t park_ns(IdleSpin::Turn turn) const;
   void set_parked(const std::vector<uint32_t>& list, bool parked);
   bool work_waiting(const std::vector<uint32_t>& list) const;
   // Rings an owner asleep on its CQ: after an arrival (recv CQ) or an answer (send CQ).

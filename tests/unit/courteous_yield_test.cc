@@ -1,0 +1,79 @@
+// CourteousYield and IdleSpin next to a process that never yields, on the same CPU.
+#include "core/courteous_yield.hh"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <ctime>
+#include <optional>
+
+#include "core/affinity.hh"
+#include "forked_child.hh"
+
+namespace rb {
+namespace {
+
+// Pins this thread and a spinning child to one CPU; undoes the pin at the end.
+class SpinnerBeside : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(sched_getaffinity(0, sizeof saved_, &saved_), 0);
+    cpu_ = sched_getcpu();
+    ASSERT_TRUE(pin_this_thread(cpu_));
+    spinner_.emplace([cpu = cpu_] {
+      if (!pin_this_thread(cpu)) return 3;
+      for (volatile uint64_t i = 0;; i = i + 1) {
+      }
+      return 0;
+    });
+    ASSERT_TRUE(spinner_->started());
+  }
+  void TearDown() override {
+    spinner_.reset();
+    sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  cpu_set_t saved_;
+  int cpu_ = 0;
+  std::optional<test::ForkedChild> spinner_;
+};
+
+TEST_F(SpinnerBeside, YieldsStopOnceTheyComeBackLate) {
+  CourteousYield y;
+  int yields = 0;
+  while (!y.core_hoarded() && yields < 300) {
+    ASSERT_TRUE(y.yield());
+    ++yields;
+  }
+  ASSERT_TRUE(y.core_hoarded()) << "300 yields beside a spinner on CPU " << cpu_ << " all came back at once";
+  EXPECT_FALSE(y.yield());  // held off: no more yields for a while
+}
+
+TEST_F(SpinnerBeside, ARouterNapsThenParks) {
+  IdleSpin spin(1'000'000);  // rounds enough that only the hoarding ends the yielding
+  IdleSpin::Turn t = IdleSpin::Turn::again;
+  for (int i = 0; i < 300 && t == IdleSpin::Turn::again; ++i) t = spin.turn();
+  ASSERT_EQ(t, IdleSpin::Turn::nap);
+  // Naps go on for a while, then it parks: bounded by the napping time, not by rounds.
+  int naps = 0;
+  while ((t = spin.turn()) == IdleSpin::Turn::nap) {
+    ++naps;
+    timespec d{0, 1'000'000};
+    nanosleep(&d, nullptr);
+    ASSERT_LT(naps, 1000);
+  }
+  EXPECT_EQ(t, IdleSpin::Turn::park);
+  spin.worked();
+  EXPECT_EQ(spin.turn(), IdleSpin::Turn::nap);  // still hoarded: the next stretch naps at once
+}
+
+TEST(IdleSpin, WithoutHoardingParksAfterItsRounds) {
+  IdleSpin spin(5);
+  int again = 0;
+  IdleSpin::Turn t;
+  while ((t = spin.turn()) == IdleSpin::Turn::again) ++again;
+  // Three late yields in five would take a busy neighbour; without one it is the rounds.
+  if (t == IdleSpin::Turn::park) EXPECT_EQ(again, 4);
+}
+
+}  // namespace
+}  // namespace rb
