@@ -331,10 +331,11 @@ void Router::set_parked(const std::vector<uint32_t>& list, bool parked) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-// Deferred work (tokens, a receive, room for answers) is looked at again after a millisecond;
-// otherwise the loop sleeps until a client kicks it or a control message comes, or a nap ends.
-int64_t Router::park_ns(IdleSpin::Turn turn) const {
-  int64_t ns = deferred_ ? 1'000'000 : !connects_.empty() ? 50'000'000 : -1;
+// Deferred work (tokens, a receive, room for answers) is looked at again after a millisecond, a
+// pending connect after 50; otherwise the loop sleeps until a client kicks it or a control
+// message comes, or its nap ends.
+int64_t idle_sleep_ns(bool deferred, bool connecting, IdleSpin::Turn turn) {
+  int64_t ns = deferred ? 1'000'000 : connecting ? 50'000'000 : -1;
   return turn == IdleSpin::Turn::nap && (ns < 0 || ns > IdleSpin::kNapNs) ? IdleSpin::kNapNs : ns;
 }
 
@@ -367,7 +368,7 @@ void Router::run_data(DataThread& d) {
     {
       std::lock_guard lk(d.mu);
       set_parked(d.qps, true);
-      timeout_ns = work_waiting(d.qps) ? 0 : deferred ? 1'000'000 : turn == IdleSpin::Turn::nap ? IdleSpin::kNapNs : -1;
+      timeout_ns = work_waiting(d.qps) ? 0 : idle_sleep_ns(deferred, false, turn);
     }
     int n = epoll_wait_ns(d.epoll.get(), evs, 4, timeout_ns);
     uint64_t v;

@@ -10,6 +10,8 @@
 
 namespace rb::vrdma {
 
+// How long an idle router loop sleeps; < 0: until woken.
+int64_t idle_sleep_ns(bool deferred, bool connecting, IdleSpin::Turn turn);
 // epoll_wait with a timeout in nanoseconds (a router's nap is shorter than a millisecond); < 0 waits.
 int epoll_wait_ns(int epfd, epoll_event* evs, int max, int64_t timeout_ns);
 

@@ -140,7 +140,7 @@ Status Router::run(int stop_fd) {
     } else if ((turn = idle_turn()) != IdleSpin::Turn::again) {
       set_parked(routed_, true);
       parked = true;
-      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : park_ns(turn);
+      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(deferred_, !connects_.empty(), turn);
     }
     if (timeout_ns) hold(false);
     int n = epoll_wait_ns(epoll_.get(), evs, 32, timeout_ns);
@@ -149,29 +149,35 @@ Status Router::run(int stop_fd) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("epoll_wait");
     for (int i = 0; i < n; ++i) {
-      uint64_t tag = evs[i].data.u64;
-      if (tag == kStopTag) return {};
-      if (tag == kKickTag) {
-        uint64_t v;
-        while (read(kick_.get(), &v, sizeof v) > 0) {
-        }
-        spin.worked();
-        continue;
-      }
-      if (tag == kFabricTag) {
-        spin.worked();
-        continue;
-      }
-      if (tag == kListenTag) {
-        if (Status st = accept_clients(); !st) return st;
-        continue;
-      }
-      auto it = sessions_.find(uint32_t(tag));
-      if (it == sessions_.end()) continue;
-      if (evs[i].events & EPOLLIN) serve(it->second);
-      else drop(uint32_t(tag));  // hang-up or error with nothing to read
+      bool stop_now = false;
+      if (Status st = handle_event(evs[i], spin, stop_now); !st || stop_now) return st;
     }
   }
+}
+
+Status Router::handle_event(const epoll_event& ev, IdleSpin& spin, bool& stop) {
+  uint64_t tag = ev.data.u64;
+  if (tag == kStopTag) {
+    stop = true;
+    return {};
+  }
+  if (tag == kKickTag) {
+    uint64_t v;
+    while (read(kick_.get(), &v, sizeof v) > 0) {
+    }
+    spin.worked();
+    return {};
+  }
+  if (tag == kFabricTag) {
+    spin.worked();
+    return {};
+  }
+  if (tag == kListenTag) return accept_clients();
+  auto it = sessions_.find(uint32_t(tag));
+  if (it == sessions_.end()) return {};
+  if (ev.events & EPOLLIN) serve(it->second);
+  else drop(uint32_t(tag));  // hang-up or error with nothing to read
+  return {};
 }
 
 Status Router::accept_clients() {

@@ -3,6 +3,8 @@
 // mapped to tenants, and own protection domains and memory regions the router creates (a memfd
 // per region, passed to the owner only, never a name in /dev/shm). A client that goes away has
 // everything it owned released; its tenant's usage shrinks with it.
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -184,6 +186,7 @@ class Router final : private LinkSink {
  private:
   explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
   Status accept_clients();
+  Status handle_event(const epoll_event& ev, IdleSpin& spin, bool& stop);
   void serve(Session& s);
   void drop(uint32_t id);
   // One request; the reply (or error) is sent by the caller. Returns the reply bytes and the
@@ -222,7 +225,6 @@ class Router final : private LinkSink {
   void stop_data_threads();
   int kick_fd_of(const QpEntry& q) const;
   // How long the loop may sleep: -1 with nothing deferred, else until the next tokens.
-  int64_t park_ns(IdleSpin::Turn turn) const;
   void set_parked(const std::vector<uint32_t>& list, bool parked);
   bool work_waiting(const std::vector<uint32_t>& list) const;
   // Rings an owner asleep on its CQ: after an arrival (recv CQ) or an answer (send CQ).
