@@ -160,7 +160,7 @@ void run_flags(TableBuilder& t) {
 }
 
 void addressing_flags(TableBuilder& t) {
-  t.group("Addressing (write/read)");
+  t.group("Addressing and buffers");
   t.value("--random-space", "TEXT", "targets drawn at random (64 B aligned) in a remote region of this size",
           bytes(&bench::Addressing::random_space));
   t.value("--thread-gap", "TEXT", "each thread confined to its own slice of this size (multiple of 64)",
@@ -168,6 +168,10 @@ void addressing_flags(TableBuilder& t) {
   t.switch_("--fixed", "each thread always targets the start of its slice (the default without --random-space)",
             switch_on(&RunSpec::fixed));
   t.value("--local-mr", "TEXT", "local buffer per thread (default batch x size)", bytes(&bench::Addressing::local_mr));
+  t.value("--recv-mr", "TEXT",
+          "send: the server's receive buffer per endpoint, its receives cycling through it (default one slot per receive "
+          "posted; perftest's: --recv-mr 4K, or the size above 2K)",
+          bytes(&bench::Addressing::recv_mr));
 }
 
 void output_flags(TableBuilder& t) {

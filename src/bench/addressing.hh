@@ -16,6 +16,15 @@ namespace rb::bench {
 // thread's AddressGen and the data patterns draw from it, so one --seed gives one target sequence.
 inline uint64_t phase_seed(uint64_t run_seed, uint64_t index) { return mix64(run_seed + index * 0x1000193); }
 
+// Where the server's receive slot `slot` lands, in slots of its thread's receive ring, whose lanes
+// (endpoints) own `per_lane` slots each: its own place, or with --recv-mr (`recv_mr` bytes) one of
+// the places its lane's first recv_mr bytes hold, in turn, as perftest receives into one page.
+inline uint64_t receive_landing(uint64_t slot, uint64_t per_lane, uint64_t recv_mr, uint64_t slot_bytes) {
+  if (!recv_mr) return slot;
+  uint64_t fit = recv_mr / slot_bytes > 1 ? recv_mr / slot_bytes : 1;
+  return slot - slot % per_lane + slot % per_lane % fit;
+}
+
 class AddressGen {
  public:
   AddressGen(const RunSpec& s, int thread, uint64_t size, uint64_t seed);

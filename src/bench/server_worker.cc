@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/addressing.hh"
 #include "bench/event_wait.hh"
 #include "bench/pattern.hh"
 #include "bench/worker.hh"
@@ -115,8 +116,8 @@ class ServerLoop {
   const transport::MemoryRegion* mr(size_t l) const { return l < t_.lane_mrs.size() ? t_.lane_mrs[l] : t_.mr; }
 
   WorkRequest recv_wr(size_t l, uint64_t slot) {
-    return {Op::recv, wr_flag::signal, uint32_t(size_), mr(l), t_.area_off + slot * align_up(size_), 0,
-            (uint64_t(l) << kLaneShift) | slot};
+    uint64_t at = receive_landing(slot, rx_slots_, s_.recv_mr, align_up(size_)) * align_up(size_);
+    return {Op::recv, wr_flag::signal, uint32_t(size_), mr(l), t_.area_off + at, 0, (uint64_t(l) << kLaneShift) | slot};
   }
 
   // The target of a one-sided stream: it only drives progress, and counts (and checks the order

@@ -62,6 +62,7 @@ struct Addressing {
   uint64_t thread_gap = 0;    // >0: each thread's slice of the region
   bool fixed = false;         // always the start of the slice
   uint64_t local_mr = 0;      // >0: local buffer per thread
+  uint64_t recv_mr = 0;       // >0: the server's receive buffer per endpoint, cycled through (SEND)
 };
 
 // A run: the transport it uses (and the NICs), what it measures, and where ops land. The derived

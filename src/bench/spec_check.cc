@@ -19,6 +19,24 @@ SpecProblem broken(std::initializer_list<const char*> flags, std::string msg) {
 bool has_op(const RunSpec& s, Op o) { return std::find(s.ops.begin(), s.ops.end(), o) != s.ops.end(); }
 bool has_mode(const RunSpec& s, Mode m) { return std::find(s.modes.begin(), s.modes.end(), m) != s.modes.end(); }
 
+// --recv-mr: only SENDs land in receives, a receive must hold a message, and validation checks
+// each message where it landed, which a buffer shared by receives in flight would overwrite.
+SpecProblem recv_mr_problem(const RunSpec& s) {
+  if (!s.recv_mr) return {};
+  if (std::none_of(s.ops.begin(), s.ops.end(), is_message))
+    return broken({"recv-mr", "op"}, fmt::format("--recv-mr {}: only --op send and send-imm use receives; drop --recv-mr",
+                                                 bytes_with_unit(s.recv_mr)));
+  if (s.recv_mr < align_up(s.max_size()))
+    return broken({"recv-mr", "size"},
+                  fmt::format("--recv-mr {} < --size {}: a receive needs room for a whole message; raise --recv-mr to {}",
+                              bytes_with_unit(s.recv_mr), bytes_with_unit(s.max_size()), format_bytes(align_up(s.max_size()))));
+  if (s.validate)
+    return broken({"recv-mr", "validate"},
+                  fmt::format("--recv-mr {} with --validate: each message is checked where it landed, so every receive "
+                              "in flight needs its own buffer; drop --recv-mr", bytes_with_unit(s.recv_mr)));
+  return {};
+}
+
 }  // namespace
 
 Status check(const RunSpec& s) { return first_problem(s).status; }
@@ -142,6 +160,7 @@ SpecProblem first_problem(const RunSpec& s) {
                   fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
                               "drop --local-mr or raise it to {}", bytes_with_unit(s.local_mr),
                               format_bytes(uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))));
+  if (SpecProblem p = recv_mr_problem(s); !p.status) return p;
   uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
   if (total > (16ull << 30))
     return broken({"random-space", "local-mr", "threads"},

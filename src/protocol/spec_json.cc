@@ -77,7 +77,8 @@ Status workload_from(const json& j, bench::Workload& w) {
 }
 
 json addressing_json(const bench::Addressing& a) {
-  return {{"random_space", a.random_space}, {"thread_gap", a.thread_gap}, {"fixed", a.fixed}, {"local_mr", a.local_mr}};
+  return {{"random_space", a.random_space}, {"thread_gap", a.thread_gap}, {"fixed", a.fixed}, {"local_mr", a.local_mr},
+          {"recv_mr", a.recv_mr}};
 }
 
 void addressing_from(const json& j, bench::Addressing& a) {
@@ -85,6 +86,7 @@ void addressing_from(const json& j, bench::Addressing& a) {
   a.thread_gap = j.at("thread_gap");
   a.fixed = j.at("fixed");
   a.local_mr = j.at("local_mr");
+  a.recv_mr = j.at("recv_mr");
 }
 
 }  // namespace

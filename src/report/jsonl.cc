@@ -55,7 +55,7 @@ std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repea
                  {"warmup_iters", s.duration_s > 0 ? 0 : s.warmup_iters_for(p.mode)},
                  {"warmup_s", s.duration_s > 0 ? s.warmup_seconds() : 0.0}, {"random_space", s.random_space},
                  {"thread_gap", s.gap()}, {"fixed", !s.random()}, {"addressing", s.addressing()},
-                 {"local_mr", s.local_area()}, {"validate", s.validate}, {"event", s.event}, {"inject", s.inject}, {"cpus", s.cpus}, {"seed", s.seed},
+                 {"local_mr", s.local_area()}, {"recv_mr", s.recv_mr}, {"validate", s.validate}, {"event", s.event}, {"inject", s.inject}, {"cpus", s.cpus}, {"seed", s.seed},
                  {"domain", s.transport.domain}};
   json per_thread = json::array();
   for (auto& t : r.per_thread)

@@ -58,10 +58,11 @@ void TableReporter::header(const RunHeader& h) {
                                         : fmt::format("iters bw {} lat {} per thread (warm-up bw {} lat {})",
                                                       s.iters_for(bench::Mode::bw), s.iters_for(bench::Mode::lat),
                                                       s.warmup_iters_for(bench::Mode::bw), s.warmup_iters_for(bench::Mode::lat));
-  fmt::print(out_, "server {} | threads {}{} batch {} depth {} signal {}{} | addressing {} region {} | {}{}{} | clock {}\n",
+  std::string receives = s.recv_mr ? fmt::format(" receives in {}", bench::format_bytes(s.recv_mr)) : std::string();
+  fmt::print(out_, "server {} | threads {}{} batch {} depth {} signal {}{} | addressing {} region {}{} | {}{}{} | clock {}\n",
              h.server, s.threads,
              s.eps_per_thread() > 1 ? fmt::format(" rails {} qps {}", s.rails, s.qps) : std::string(), s.batch, s.depth,
-             s.signal, s.lazy ? " lazy" : "", s.addressing(), bench::format_bytes(s.region_bytes()), amount,
+             s.signal, s.lazy ? " lazy" : "", s.addressing(), bench::format_bytes(s.region_bytes()), receives, amount,
              s.repeat > 1 ? fmt::format(" | repeat {} (mean±stdev; min and max over all repeats)", s.repeat) : "", s.validate ? " | validate on" : "",
              h.clock);
   std::fflush(out_);

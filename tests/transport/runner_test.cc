@@ -322,6 +322,17 @@ TEST(RunnerPaths, BidirValidatesBothDirections) {
   for (const PhaseResult& r : results_of_successful_run(spec)) EXPECT_EQ(r.reverse.iterations, 2 * kIters);
 }
 
+// --recv-mr: the server's receives share one buffer per endpoint, and every message still arrives.
+TEST(RunnerPaths, SendsIntoOneReceiveBuffer) {
+  RunSpec spec = small_spec(kInproc);
+  spec.ops = {Op::send, Op::send_imm};
+  spec.modes = {Mode::bw, Mode::lat};
+  spec.sizes = {64, 4096};
+  spec.qps = 2;
+  spec.recv_mr = 4096;
+  for (const PhaseResult& r : results_of_successful_run(spec)) EXPECT_EQ(r.iterations, kIters);
+}
+
 // A server stopped mid-phase says so, and the client fails with its reason instead of waiting.
 TEST(RunnerFailure, ServerStoppedMidPhaseFailsTheClient) {
   RunSpec spec = small_spec(kInproc);

@@ -116,5 +116,21 @@ TEST(Addressing, SeedReproducesTheTargets) {
   EXPECT_EQ(targets(unseeded, 0, 0), targets(unseeded, 0, 0));
 }
 
+// --recv-mr: a lane's receives take turns in the places its first recv_mr bytes hold, and lanes
+// keep their own buffers; without it every slot is its own place.
+TEST(Addressing, ReceivesCycleThroughRecvMr) {
+  constexpr uint64_t kSlot = 64 << 10, kPerLane = 4;
+  for (uint64_t slot = 0; slot < 8; ++slot) EXPECT_EQ(receive_landing(slot, kPerLane, 0, kSlot), slot);
+  std::vector<uint64_t> two, one, small;
+  for (uint64_t slot = 0; slot < 8; ++slot) {
+    two.push_back(receive_landing(slot, kPerLane, 2 * kSlot, kSlot));
+    one.push_back(receive_landing(slot, kPerLane, kSlot + 100, kSlot));  // a partial place holds no receive
+    small.push_back(receive_landing(slot, kPerLane, 4096, 64));          // 64 places: every slot its own
+  }
+  EXPECT_EQ(two, (std::vector<uint64_t>{0, 1, 0, 1, 4, 5, 4, 5}));
+  EXPECT_EQ(one, (std::vector<uint64_t>{0, 0, 0, 0, 4, 4, 4, 4}));
+  EXPECT_EQ(small, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
 }  // namespace
 }  // namespace rb::bench

@@ -101,6 +101,20 @@ TEST(SpecCheck, ValidateNeedsMirrorRoom) {
   expect_rejected(s, {"--local-mr", "--validate"});
 }
 
+TEST(SpecCheck, RecvMrIsForSendsThatFitItUnvalidated) {
+  auto s = base();
+  s.recv_mr = 64 << 10;
+  expect_rejected(s, {"--recv-mr", "--op send"});  // --op write has no receives
+  s.ops = {Op::write, Op::send};
+  EXPECT_TRUE(check(s).is_ok()) << check(s).message();
+  s.sizes = {4096, 128 << 10};
+  expect_rejected(s, {"--recv-mr", "--size", "128K"});
+  s.sizes = {64 << 10};
+  EXPECT_TRUE(check(s).is_ok()) << check(s).message();
+  s.validate = true;
+  expect_rejected(s, {"--recv-mr", "--validate"});
+}
+
 TEST(SpecCheck, BadCountsRejected) {
   auto s = base();
   s.threads = 0;
