@@ -6,10 +6,10 @@ the ratio (perftest / rdmabench). Latency is perftest's t_typical (its median) a
 rdmabench's p50, both one way (half the round trip) for WRITE and SEND and the full round trip
 for READ and fetch-add; bandwidth is Gb/s (10^9 bits) from both. rdmabench is given perftest's
 defaults for depth (128) and completion moderation (a signaled request every 100). Each round's
-ratio pairs the two tools' back-to-back runs. Then build/verbs_loop_cost times what one side's
-loop costs per iteration, waiting left out, as each tool runs its 64 B ping-pong (perftest signals
-and polls every request; rdmabench sends inline and unsignaled). Writes the "## perftest over vrdma beside
-rdmabench -t vrdma" section of bench/RESULTS.md; why rows differ is the hand-written section after
+ratio pairs the two tools' back-to-back runs. Then build/verbs_loop_cost (through the verbs layer)
+and build/vrdma_loop_cost (on libvrdma, as rdmabench calls it) time what one side's loop costs per
+iteration, waiting left out, as each tool runs its 64 B ping-pong (bench/loop_cost.h). Writes the
+"## perftest over vrdma beside rdmabench -t vrdma" section of bench/RESULTS.md; why rows differ is the hand-written section after
 it, which no script rewrites.
 
     bench/verbs_vs_rdmabench.py [path/to/build]
@@ -40,6 +40,10 @@ ROWS = [
     ("WRITE 64 KiB [Gb/s]", ["ib_write_bw", "-s", "65536"], ["--op", "write", "--mode", "bw", "--size", "64K"], "bw"),
     ("READ 64 KiB [Gb/s]", ["ib_read_bw", "-s", "65536"], ["--op", "read", "--mode", "bw", "--size", "64K"], "bw"),
     ("SEND 64 KiB [Gb/s]", ["ib_send_bw", "-s", "65536"], ["--op", "send", "--mode", "bw", "--size", "64K"], "bw"),
+    # perftest receives a message above half a page into one buffer; rdmabench gives each receive
+    # posted its own unless --recv-mr says otherwise. This row receives as perftest does.
+    ("SEND 64 KiB, rdmabench --recv-mr 64K [Gb/s]", ["ib_send_bw", "-s", "65536"],
+     ["--op", "send", "--mode", "bw", "--size", "64K", "--recv-mr", "64K"], "bw"),
     ("WRITE 64 B rate [Mops/s]", ["ib_write_bw", "-s", "64"], ["--op", "write", "--mode", "bw", "--size", "64"], "rate"),
 ]
 
@@ -96,31 +100,43 @@ def main():
 
 
 def loop_costs(sock):
-    """{loop name: [ns per iteration, one per run]} from build/verbs_loop_cost, on CPU 0."""
-    prog = BUILD / "verbs_loop_cost"
-    if not prog.exists():
+    """{(layer, loop name): [ns per iteration, one per run]}, on CPU 0: layer "verbs" is
+    build/verbs_loop_cost through vrdma-run, "libvrdma" is build/vrdma_loop_cost (the same loops
+    on libvrdma directly, as rdmabench calls it); the two take turns."""
+    progs = {"verbs": [str(BUILD / "vrdma-run"), str(BUILD / "verbs_loop_cost")],
+             "libvrdma": [str(BUILD / "vrdma_loop_cost")]}
+    if not all(Path(argv[-1]).exists() for argv in progs.values()):
         return {}
     costs = {}
     for _ in range(ROUNDS):
-        out = subprocess.run(["taskset", "-c", "0", str(BUILD / "vrdma-run"), str(prog), "1000000"], capture_output=True,
-                             text=True, timeout=300, env={**os.environ, "VRDMA_SOCKET": sock}, check=True).stdout
-        for name, ns in (line.split() for line in out.splitlines() if line.strip()):
-            costs.setdefault(name, []).append(float(ns))
+        for layer, argv in progs.items():
+            out = subprocess.run(["taskset", "-c", "0", *argv, "1000000"], capture_output=True, text=True, timeout=300,
+                                 env={**os.environ, "VRDMA_SOCKET": sock}, check=True).stdout
+            for name, ns in (line.split() for line in out.splitlines() if line.strip()):
+                costs.setdefault((layer, name), []).append(float(ns))
     return costs
 
 
-def loop_lines(loops):
+def loop_lines(loops, got):
     if not loops:
         return []
-    lines = ["", f"One side's loop per iteration, waiting left out (`build/verbs_loop_cost`, through `vrdma-run`, direct",
-             f"path, CPU 0, {ROUNDS} runs of 10^6 iterations; median and range, ns):", "",
-             "| 64 B | as perftest runs it (signaled, completion polled) | as rdmabench runs it (inline, unsignaled) | difference |",
-             "|---|---|---|---|"]
-    for op in ("write", "send"):
-        p, r = loops[f"{op}_perftest"], loops[f"{op}_rdmabench"]
-        lines.append(f"| {op.upper()} | {statistics.median(p):.1f} ({min(p):.1f}-{max(p):.1f}) | "
-                     f"{statistics.median(r):.1f} ({min(r):.1f}-{max(r):.1f}) | "
-                     f"{statistics.median(p) - statistics.median(r):.1f} |")
+    med = {k: statistics.median(v) for k, v in loops.items()}
+    lines = ["", "One side's loop per iteration, waiting left out (`build/verbs_loop_cost` through `vrdma-run`, and",
+             "`build/vrdma_loop_cost`, the same loops on libvrdma as rdmabench calls it; direct path, CPU 0,",
+             f"{ROUNDS} runs of 10^6 iterations each, taking turns; median (range), ns). perftest's way: every request",
+             "signaled and its completion polled, and a SEND's receive reposted before the next send. rdmabench's",
+             "way: inline and unsignaled, no receive posted on the timed path. Each one-way latency figure holds",
+             "one side's loop, so the last two columns should agree.", "",
+             "| 64 B | perftest's way, verbs layer | perftest's way, libvrdma | rdmabench's way, libvrdma | "
+             "of which the verbs layer | of which the loop's shape | loops' difference | one-way latency gap above |",
+             "|---|---|---|---|---|---|---|---|"]
+    labels = {"write": "WRITE 64 B latency [us]", "send": "SEND 64 B latency [us]"}
+    for op, label in labels.items():
+        pv, pl, rl = (("verbs", f"{op}_perftest"), ("libvrdma", f"{op}_perftest"), ("libvrdma", f"{op}_rdmabench"))
+        gap = [1000 * (a - b) for a, b in zip(got[label]["perftest"], got[label]["rdmabench"])]
+        cells = [f"{med[k]:.1f} ({min(loops[k]):.1f}-{max(loops[k]):.1f})" for k in (pv, pl, rl)]
+        lines.append(f"| {op.upper()} | {' | '.join(cells)} | {med[pv] - med[pl]:.1f} | {med[pl] - med[rl]:.1f} | "
+                     f"{med[pv] - med[rl]:.1f} | {statistics.median(gap):.0f} ({min(gap):.0f} to {max(gap):.0f}) |")
     return lines
 
 
@@ -154,7 +170,7 @@ def write_section(got, loops):
     lines.append("")
     lines.append("Outside 15% by both the paired median and best against best: " +
                  (", ".join(outside) if outside else "none") + ".")
-    lines += loop_lines(loops)
+    lines += loop_lines(loops, got)
     text = "\n".join(lines) + "\n"
     print(text)
     subprocess.run([sys.executable, str(ROOT / "bench/results_md.py"), "## perftest over vrdma beside rdmabench -t vrdma",
