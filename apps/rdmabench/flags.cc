@@ -167,7 +167,8 @@ void addressing_flags(TableBuilder& t) {
           bytes(&bench::Addressing::thread_gap));
   t.switch_("--fixed", "each thread always targets the start of its slice (the default without --random-space)",
             switch_on(&RunSpec::fixed));
-  t.value("--local-mr", "TEXT", "local buffer per thread (default batch x size)", bytes(&bench::Addressing::local_mr));
+  t.value("--local-mr", "TEXT", "local buffer per thread (default batch x size, for each size of a list)",
+          bytes(&bench::Addressing::local_mr));
   t.value("--recv-mr", "TEXT",
           "send: the server's receive buffer per endpoint, its receives cycling through it (default one slot per receive "
           "posted; perftest's: --recv-mr 4K, or the size above 2K)",

@@ -78,6 +78,9 @@ class ClientLoop {
     kind_ = is_message(pc.phase.op) ? Kind::message : is_atomic(pc.phase.op) ? Kind::atomic : Kind::rma;
     mirror_ = s_.wants_mirror();
     uint64_t slots = std::max<uint64_t>(1, s_.local_area() / stride_);
+    // The default local buffer is batch x size for each size of a run, as in a run of that size
+    // alone: the small ops of a list do not go round a buffer sized for its largest.
+    if (!s_.local_mr && !s_.validate) slots = std::min<uint64_t>(slots, uint64_t(s_.batch));
     // With --validate every send in flight owns its buffer, so each lane has slots of its own.
     lane_slots_ = s_.validate ? std::max<uint64_t>(1, slots / lanes_.size()) : slots;
     local_slots_ = slots;
