@@ -116,8 +116,13 @@ class ServerLoop {
   const transport::MemoryRegion* mr(size_t l) const { return l < t_.lane_mrs.size() ? t_.lane_mrs[l] : t_.mr; }
 
   WorkRequest recv_wr(size_t l, uint64_t slot) {
-    uint64_t at = receive_landing(slot, rx_slots_, s_.recv_mr, align_up(size_)) * align_up(size_);
-    return {Op::recv, wr_flag::signal, uint32_t(size_), mr(l), t_.area_off + at, 0, (uint64_t(l) << kLaneShift) | slot};
+    return {Op::recv, wr_flag::signal, uint32_t(size_), mr(l), t_.area_off + slot_offset(slot), 0,
+            (uint64_t(l) << kLaneShift) | slot};
+  }
+
+  // Where receive slot `slot` lands in the thread's area (its own place, or its turn in --recv-mr).
+  uint64_t slot_offset(uint64_t slot) const {
+    return receive_landing(slot, rx_slots_, s_.recv_mr, align_up(size_)) * align_up(size_);
   }
 
   // The target of a one-sided stream: it only drives progress, and counts (and checks the order
@@ -247,7 +252,7 @@ class ServerLoop {
     if (pc_.phase.op == Op::send_imm && c.imm != uint32_t(seq))
       return {Errc::validation, fmt::format("server thread {}: send-imm #{} carried immediate {}, expected {} (lost or out "
                                             "of order)", t_.index, seq, c.imm, uint32_t(seq))};
-    const uint8_t* p = t_.area() + slot * align_up(size_);
+    const uint8_t* p = t_.area() + slot_offset(slot);
     uint64_t mseed = message_seed(pc_.seed, int(stream), seq);
     size_t bad = check_pattern(p, size_, mseed, 0);
     if (bad == size_) return {};
@@ -288,7 +293,7 @@ class ServerLoop {
         // An inline send leaves the slot free at once; otherwise the slot is reposted when the send completes.
         bool inl = inline_ok();
         WorkRequest w{pc_.phase.op, inl ? wr_flag::inject : wr_flag::signal, uint32_t(size_),
-                      mr(l), t_.area_off + slot * align_up(size_), 0, r.wr_id | kSendTag};
+                      mr(l), t_.area_off + slot_offset(slot), 0, r.wr_id | kSendTag};
         w.imm = r.imm;
         st = post_one(l, w);
         if (!st) return st;
