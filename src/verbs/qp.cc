@@ -1,5 +1,6 @@
 // Reliable-connected QPs: create, the RESET-INIT-RTR-RTS walk (connected at RTR to the peer's QP
 // number at the router its GID names), query and destroy.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -119,6 +120,16 @@ void remember(Qp& q, const ibv_qp_attr& a, int mask) {
   if (mask & IBV_QP_DEST_QPN) m.dest_qp_num = a.dest_qp_num;
 }
 
+// How long an RC QP retries a request nobody answers before it gives up: retry_cnt + 1 tries of
+// 4.096 us x 2^timeout each. vrdma waits that long after a peer has gone before it fails the QP,
+// so a program whose peer exits while answers are on their way ends as it would on hardware.
+// Timeout 0 waits for ever on InfiniBand: here, as long as vrdma allows.
+uint64_t retry_window_ns(const ibv_qp_attr& a) {
+  if (a.timeout == 0) return VRDMA_MAX_PEER_TIMEOUT_NS;
+  uint64_t ns = (uint64_t(4096) << (a.timeout & 31)) * ((a.retry_cnt & 7) + 1u);
+  return std::min<uint64_t>(ns, VRDMA_MAX_PEER_TIMEOUT_NS);
+}
+
 int move_to(Qp& q, ibv_qp_state to, const ibv_qp_attr& attr, int mask) {
   ibv_qp_state from = q.ex.qp_base.state;
   switch (to) {
@@ -182,6 +193,7 @@ VERBS_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     qp->state = attr->qp_state;
   }
   remember(q, *attr, mask);
+  if (mask & (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT)) vrdma_set_peer_timeout(q.v, retry_window_ns(q.attr));
   return 0;
 }
 

@@ -127,6 +127,13 @@ def test_objects_are_checked_and_released(router):
     assert "errno=16: PD" in out.stdout and "still has memory regions" in out.stdout
 
 
+def test_a_peer_timeout_is_at_most_three_seconds(router):
+    r = router()
+    out = client(r.sock, "pd", "qp", "timeout:0", "timeout:537000000", "timeout:3000000000", "!timeout:3000000001")
+    assert out.returncode == 0, out.stdout
+    assert "fail timeout:3000000001 errno=22: peer timeout of 3000000001 ns: give at most 3000000000 ns" in out.stdout
+
+
 def test_a_buffer_of_the_callers_keeps_its_contents_through_registration(router):
     r = router()
     out = client(r.sock, "pd", "user:4096", "user:1000000", "stats")

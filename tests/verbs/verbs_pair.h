@@ -66,6 +66,8 @@ static void connect_to(struct ibv_context *ctx, struct side *s, uint32_t peer_qp
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;
   a.max_rd_atomic = 1;
+  a.timeout = 14; /* as ibv_rc_pingpong and perftest: 8 tries of 67 ms before a silent peer fails a request */
+  a.retry_cnt = 7;
   if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                    IBV_QP_MAX_QP_RD_ATOMIC))
     fail("to RTS");

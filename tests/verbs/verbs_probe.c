@@ -2,7 +2,8 @@
  * by tests/e2e/test_verbs_interop.py: two RC QPs of one process connected to each other, each
  * check naming what it expects. It covers what perftest and ibv_rc_pingpong leave out: the
  * ibv_wr_* path, atomics' returned values, a wrong key's completion status, a shared receive
- * queue feeding two QPs, and the calls vrdma does not offer failing cleanly. Prints "ok NAME" per
+ * queue feeding two QPs, a peer that goes while requests wait for it, and the calls vrdma does not
+ * offer failing cleanly. Prints "ok NAME" per
  * check; exits 1 at the first failure. */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -10,15 +11,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "verbs_pair.h"
 
-static void send_text(struct side *s, const char *text) {
+static void post_text(struct side *s, const char *text) {
   struct ibv_sge g = {(uintptr_t)text, (uint32_t)strlen(text) + 1, 0};
   struct ibv_send_wr w = {.wr_id = 9, .sg_list = &g, .num_sge = 1, .opcode = IBV_WR_SEND,
                           .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE}, *bad;
   if (ibv_post_send(s->qp, &w, &bad)) fail("post_send SEND");
+}
+
+static void send_text(struct side *s, const char *text) {
+  post_text(s, text);
   if (wait_one(s->cq).status != IBV_WC_SUCCESS) fail("a SEND to an SRQ's QP completes");
 }
 
@@ -75,6 +81,47 @@ static void check_srq(struct ibv_context *ctx, struct ibv_pd *pd) {
   free_side(&s1);
   free_side(&s2);
   CHECK(!ibv_destroy_srq(srq), "destroy_srq once its QPs are gone");
+}
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A peer that goes away: as an RC QP retries a silent peer (timeout 14, retry count 7: 8 tries of
+ * 4.096 us x 2^14, 537 ms), the request waiting for it fails no sooner than that, and not with
+ * success. An SRQ puts the pair on the router path, which is where vrdma waits. */
+static void check_peer_gone(struct ibv_context *ctx, struct ibv_pd *pd) {
+  struct ibv_srq_init_attr sa = {0};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+  if (!srq) fail("create_srq");
+  struct side r, s;
+  make_side(ctx, pd, &r, srq);
+  make_side(ctx, pd, &s, NULL);
+  connect_to(ctx, &r, s.qp->qp_num);
+  connect_to(ctx, &s, r.qp->qp_num);
+  double gone = seconds_now();
+  if (ibv_destroy_qp(r.qp)) fail("destroy_qp of the peer");
+  post_text(&s, "too late");
+  struct ibv_wc wc;
+  int n = 0;
+  while (n == 0 && seconds_now() - gone < 10) n = ibv_poll_cq(s.cq, 1, &wc);
+  double waited = seconds_now() - gone;
+  printf("# the SEND to a peer that went completed with status %d after %.3f s\n", n == 1 ? (int)wc.status : -1, waited);
+  CHECK(n == 1 && wc.status == IBV_WC_REM_OP_ERR, "a SEND to a peer that went: IBV_WC_REM_OP_ERR");
+  CHECK(waited >= 0.536 && waited < 5, "it fails once the QP's retries would have run out (537 ms), not before");
+  post_text(&s, "later still");
+  n = 0;
+  while (n == 0 && seconds_now() - gone < 20) n = ibv_poll_cq(s.cq, 1, &wc);
+  CHECK(n == 1 && wc.status != IBV_WC_SUCCESS, "the QP is broken: the next request fails too");
+  if (ibv_destroy_qp(s.qp) || ibv_dereg_mr(r.mr) || ibv_destroy_cq(r.cq) || ibv_dereg_mr(s.mr) || ibv_destroy_cq(s.cq))
+    fail("teardown of the pair whose peer went");
+  free(r.buf);
+  free(s.buf);
+  CHECK(!ibv_destroy_srq(srq), "destroy_srq after its QP went first");
 }
 
 int main(void) {
@@ -164,6 +211,7 @@ int main(void) {
         "a second region over a registered page: EOPNOTSUPP");
 
   check_srq(ctx, pd);
+  check_peer_gone(ctx, pd);
 
   if (ibv_destroy_qp(a.qp) || ibv_destroy_qp(b.qp)) fail("destroy_qp");
   if (ibv_dereg_mr(a.mr) || ibv_dereg_mr(b.mr)) fail("dereg_mr");

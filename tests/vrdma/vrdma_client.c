@@ -6,7 +6,8 @@
  * write a pattern into it and read it back), dereg (the last region), dealloc (the last PD),
  * user:LEN (register a page-aligned buffer of its own holding a pattern, check the pattern
  * survived, change it, deregister, check the change survived), stats (print the router's
- * counters), wait:FILE (create FILE, then block until stdin closes).
+ * counters), qp (a CQ and an RC QP on the last PD), timeout:NS (vrdma_set_peer_timeout on the last
+ * QP), wait:FILE (create FILE, then block until stdin closes).
  * A step prefixed with '!' must fail. Each step prints one line: "ok STEP" or
  * "fail STEP errno=N: why". Exit 0 when every step did as expected, 1 when one did not.
  */
@@ -22,7 +23,8 @@ enum { kMaxObjects = 64 };
 
 static struct vrdma_pd* pds[kMaxObjects];
 static struct vrdma_mr* mrs[kMaxObjects];
-static int npd, nmr;
+static struct vrdma_qp* qps[kMaxObjects];
+static int npd, nmr, nqp;
 
 static int fill_and_check(struct vrdma_mr* mr) {
   unsigned char* p = mr->addr;
@@ -75,6 +77,17 @@ static int step(struct vrdma_context* ctx, const char* s) {
     if (r == 0) --npd;
     return r;
   }
+  if (strcmp(s, "qp") == 0) {
+    if (npd == 0 || nqp == kMaxObjects) return -EINVAL;
+    struct vrdma_cq* cq = vrdma_create_cq(ctx, 16);
+    if (!cq) return -errno;
+    struct vrdma_qp_init_attr a = {.send_cq = cq, .recv_cq = cq, .max_send_wr = 16, .max_recv_wr = 16};
+    struct vrdma_qp* qp = vrdma_create_qp(pds[npd - 1], &a);
+    if (!qp) return -errno;
+    qps[nqp++] = qp;
+    return 0;
+  }
+  if (strncmp(s, "timeout:", 8) == 0) return nqp ? vrdma_set_peer_timeout(qps[nqp - 1], strtoull(s + 8, NULL, 0)) : -EINVAL;
   if (strcmp(s, "stats") == 0) {
     char* text = vrdma_router_stats(ctx);
     if (!text) return -errno;

@@ -242,6 +242,14 @@ int vrdma_recover_qp(vrdma_qp* qp) {
   return 0;
 }
 
+int vrdma_set_peer_timeout(vrdma_qp* qp, uint64_t ns) {
+  if (ns > VRDMA_MAX_PEER_TIMEOUT_NS)
+    return set_error(EINVAL, "peer timeout of " + std::to_string(ns) + " ns: give at most " +
+                                 std::to_string(VRDMA_MAX_PEER_TIMEOUT_NS) + " ns");
+  qp->impl->set_peer_timeout(ns);
+  return 0;
+}
+
 int vrdma_withdraw_recvs(vrdma_qp* qp) {
   qp->impl->withdraw_recvs();
   return 0;

@@ -56,6 +56,7 @@ class Qp {
     hdr_->router_error.store(0, std::memory_order_release);
     return !peer_broken();
   }
+  void set_peer_timeout(uint64_t ns) { hdr_->peer_timeout_ns.store(ns, std::memory_order_relaxed); }
   bool router_path() const { return router_path_; }
   const QpAttr& attr() const { return attr_; }
   // Event path: the recv CQ asks peers to ring its doorbell after their next arrival.

@@ -87,8 +87,11 @@ struct LinkOp {
   uint64_t compare_add = 0, swap = 0;
   LinkPiece pieces[kMaxSge];
 };
+// An op's answer when its target QP is not (or no longer) connected to the sender: the sender's
+// router treats it as a peer that has gone (vrdma_set_peer_timeout).
+constexpr int32_t kNoSuchQp = -1;
 struct LinkOpReply {
-  int32_t status = 0;    // vrdma_wc_status
+  int32_t status = 0;    // vrdma_wc_status, or kNoSuchQp
   uint32_t byte_len = 0;
   uint64_t old = 0;      // atomics: the value found
 };

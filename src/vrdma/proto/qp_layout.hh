@@ -52,6 +52,9 @@ struct alignas(64) QpHeader {
   // The owner sleeps on its send CQ: the router writes the send doorbell (else the recv CQ's)
   // after its next answer, and clears this.
   std::atomic<uint32_t> send_armed{0};
+  // Set by the owner (vrdma_set_peer_timeout): how long the router goes on as if a peer that has
+  // gone were there, as an RC transport retries an unanswered request before it gives up.
+  std::atomic<uint64_t> peer_timeout_ns{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);

@@ -254,8 +254,10 @@ bool Router::pump(const std::vector<uint32_t>& list, bool& deferred) {
 }
 
 bool Router::pump_qp(QpEntry& q, bool& deferred_) {
+  if (!q.view) return false;
   auto peer_it = qps_.find(q.peer);
-  if (!q.view || peer_it == qps_.end() || !peer_it->second.view) return false;
+  if (peer_it == qps_.end()) return fail_lost_peer(q, deferred_);
+  if (!peer_it->second.view) return false;  // the peer has not connected back yet
   QpEntry& peer = peer_it->second;
   const Session& me = sessions_.at(q.owner);
   const Session& them = sessions_.at(peer.owner);
@@ -290,6 +292,28 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
     complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
     if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake_recv(peer);
   }
+  if (done) wake_send(q);
+  return done > 0;
+}
+
+// A QP whose peer has gone: its requests wait out the peer timeout (see peer_lost), then the
+// first fails with VRDMA_WC_REM_OP_ERR, the QP breaks and the rest flush.
+bool Router::fail_lost_peer(QpEntry& q, bool& deferred_) {
+  proto::QpHeader* h = q.header();
+  if (q.peer_lost_ns && now_ns() < peer_lost_until(q)) {
+    deferred_ = true;
+    return false;
+  }
+  if (!h->state.load(std::memory_order_acquire)) break_qp(q);
+  TenantUsage& u = usage_.at(sessions_.at(q.owner).tenant.name);
+  proto::SendEntry e;
+  int done = 0;
+  for (; done < kBatch && q.view->cqes.size() < q.view->cqes.capacity() && q.view->sends.pop(e); ++done) {
+    bool flushing = h->router_error.load(std::memory_order_acquire) != 0;
+    complete(q, u, e.wr_id, e.opcode, flushing ? VRDMA_WC_WR_FLUSH_ERR : VRDMA_WC_REM_OP_ERR, 0,
+             e.flags & VRDMA_SEND_SIGNALED);
+  }
+  if (!q.view->sends.empty()) deferred_ = true;
   if (done) wake_send(q);
   return done > 0;
 }

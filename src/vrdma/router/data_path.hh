@@ -1,10 +1,13 @@
 #pragma once
 // What the router path's two halves share: the one-host mover (data_path.cc) and the requests to
 // and from other hosts (remote_path.cc, remote_target.cc).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
 #include <sys/epoll.h>
+
+#include <vrdma/vrdma.h>
 
 #include "vrdma/router/router.hh"
 
@@ -38,6 +41,13 @@ inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_
 bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now);
 // Charges a request that went.
 void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t bytes);
+
+// When a QP whose peer has gone (peer_lost_ns) stops waiting for it: the owner's peer timeout
+// later, that timeout read from the QP's header and held to what vrdma_set_peer_timeout allows.
+inline int64_t peer_lost_until(const QpEntry& q) {
+  uint64_t t = q.header()->peer_timeout_ns.load(std::memory_order_relaxed);
+  return q.peer_lost_ns + int64_t(std::min<uint64_t>(t, VRDMA_MAX_PEER_TIMEOUT_NS));
+}
 
 // The ring a QP's incoming SENDs take receives from: its SRQ's, or its own.
 inline SpscRing<proto::RecvEntry>& receive_ring(QpEntry& q) { return q.srq ? *q.srq->ring : q.view->recvs; }

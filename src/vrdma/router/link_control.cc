@@ -197,7 +197,21 @@ void Router::tell_peers_revoked(const Session& s, uint32_t rkey) {
 
 void Router::link_qp_gone(const proto::LinkMessage& m) {
   auto g = m.as<proto::LinkQpGone>();
-  if (QpEntry* q = remote_peer_of(g.peer_qp, m.h.from_router, g.qp)) break_qp(*q);
+  if (QpEntry* q = remote_peer_of(g.peer_qp, m.h.from_router, g.qp)) peer_lost(*q);
+}
+
+// The peer QP has gone (destroyed, or its owner died): as an RC QP keeps retrying a peer that no
+// longer answers, a router-path QP goes on as if it were there for its owner's peer timeout, then
+// breaks. Its requests wait meanwhile (pump_qp, pump_remote), so a program whose peer exits while
+// replies are still on their way (ibv_srq_pingpong does) finishes first, as on hardware.
+void Router::peer_lost(QpEntry& q) {
+  if (!q.router_path || !q.header()->peer_timeout_ns.load(std::memory_order_relaxed)) return break_qp(q);
+  if (!q.peer_lost_ns) {
+    q.peer_lost_ns = now_ns();
+    log(fmt::format("QP {:#x}: its peer QP {:#x} has gone; it breaks in {} ms, its peer timeout", q.num, q.peer,
+                    (peer_lost_until(q) - q.peer_lost_ns) / 1'000'000));
+  }
+  deferred_ = true;
 }
 
 // The peer is gone: the owner's requests fail, its receives flush (as on one host).

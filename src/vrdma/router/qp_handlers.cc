@@ -128,7 +128,8 @@ Router::Reply Router::destroy_qp(Session& s, const proto::Message& m) {
   return {proto::encode(Type::done, m.h.seq)};
 }
 
-// The peer of a QP that goes away finds its QP broken: its requests fail, its receives flush.
+// The peer of a QP that goes away finds its QP broken (after its peer timeout, on the router
+// path): its requests fail, its receives flush.
 void Router::release_qp(uint32_t num) {
   auto it = qps_.find(num);
   if (it == qps_.end()) return;
@@ -137,10 +138,7 @@ void Router::release_qp(uint32_t num) {
     link_send(it->second.remote->peer_at, proto::LinkType::qp_gone, 0, g);
   }
   for (auto& [n, q] : qps_)
-    if (q.peer == num && !q.remote) {
-      q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
-      ring(q);  // a peer asleep on its CQ wakes to find its QP broken
-    }
+    if (q.peer == num && !q.remote) peer_lost(q);  // a peer asleep on its CQ wakes to find its QP broken
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
   if (it->second.srq) --it->second.srq->users;
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());

@@ -32,8 +32,16 @@ bool Router::pump_remote(QpEntry& q) {
     r.key_asked = 0;
     break_qp(q);
   }
+  if (q.peer_lost_ns) {  // the peer QP has gone: nothing more goes out to it (see peer_lost)
+    if (now < peer_lost_until(q)) {
+      deferred_ = true;
+      return moved;
+    }
+    if (!q.header()->state.load(std::memory_order_acquire)) break_qp(q);
+  }
   proto::SendEntry e;
   int n = 0;
+  bool failing = false;  // a request of this turn failed: the rest flush (complete() marks it later)
   for (; n < kBatch && r.out.size() < kWindow && !r.key_asked && q.view->sends.peek(e); ++n) {
     RemoteOut o;
     o.wr_id = e.wr_id;
@@ -42,9 +50,13 @@ bool Router::pump_remote(QpEntry& q) {
     o.signaled = e.flags & VRDMA_SEND_SIGNALED;
     o.posted_ns = now;
     proto::QpHeader* h = q.header();
-    if (h->router_error.load(std::memory_order_acquire) || h->state.load(std::memory_order_acquire)) {
+    if (h->router_error.load(std::memory_order_acquire) || failing) {
       o.done = true;
       o.status = VRDMA_WC_WR_FLUSH_ERR;
+    } else if (h->state.load(std::memory_order_acquire)) {  // the first request a broken QP sees fails
+      o.done = true;
+      o.status = VRDMA_WC_REM_OP_ERR;
+      failing = true;
     } else {
       if (!tokens_ready(u, q, me.tenant, now)) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
@@ -158,6 +170,10 @@ bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
       break_qp(q);
     }
     if (!o.done) break;
+    if (o.peer_lost && now < peer_lost_until(q)) {  // answered "no such QP": waits out the peer timeout
+      deferred_ = true;
+      break;
+    }
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {
       deferred_ = true;
       break;
@@ -211,6 +227,13 @@ void Router::link_op_reply(const proto::LinkMessage& m) {
   if (!o || o->done) return;
   auto rep = m.as<proto::LinkOpReply>();
   o->done = true;
+  if (rep.status == proto::kNoSuchQp) {  // the peer QP has gone
+    o->status = VRDMA_WC_REM_OP_ERR;
+    o->byte_len = 0;
+    o->peer_lost = true;
+    peer_lost(q);
+    return;
+  }
   o->status = rep.status;
   o->byte_len = rep.status == VRDMA_WC_SUCCESS ? rep.byte_len : 0;
   if (rep.status == VRDMA_WC_SUCCESS && is_atomic(o->opcode)) {

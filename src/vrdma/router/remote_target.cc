@@ -82,8 +82,10 @@ using proto::LinkType;
 void Router::link_op(const proto::LinkMessage& m) {
   auto op = m.as<proto::LinkOp>();
   QpEntry* q = remote_peer_of(op.to_qp, m.h.from_router, op.from_qp);
-  if (!q || !q->view) {  // not connected to the sender (yet, or any more)
-    link_send(m.h.from, LinkType::op_reply, m.h.req, proto::LinkOpReply{VRDMA_WC_REM_OP_ERR});
+  if (!q || !q->view) {  // not connected to the sender: not yet (an error now), or not any more
+    auto t = qps_.find(op.to_qp);
+    bool not_yet = t != qps_.end() && !t->second.peer;
+    link_send(m.h.from, LinkType::op_reply, m.h.req, proto::LinkOpReply{not_yet ? VRDMA_WC_REM_OP_ERR : proto::kNoSuchQp});
     return;
   }
   // Answers to this QP's own requests that came before this op on the link complete first: the

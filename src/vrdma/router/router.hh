@@ -93,6 +93,7 @@ struct RemoteOut {  // a request of ours in flight to the peer's router
   uint32_t result_lkey = 0;  // atomics: where the old value goes (looked up again on arrival)
   uint64_t result_addr = 0;
   int64_t posted_ns = 0;
+  bool peer_lost = false;  // the peer's router knew no such QP: fails once the peer timeout has passed
 };
 struct RemoteIn {  // a peer's op for our QP, carried out in arrival order
   proto::LinkOp op;
@@ -141,6 +142,7 @@ struct QpEntry {
   std::optional<QpView> view;  // router path: its four rings, as the router uses them
   int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
   int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
+  int64_t peer_lost_ns = 0;        // router path: when we learned the peer had gone (see peer_lost)
   TokenBuckets tokens;             // router path: the tenant's per-QP rates
   int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
@@ -220,6 +222,7 @@ class Router final : private LinkSink {
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
   bool pump(const std::vector<uint32_t>& list, bool& deferred);
   bool pump_qp(QpEntry& q, bool& deferred);
+  bool fail_lost_peer(QpEntry& q, bool& deferred);
   void run_data(DataThread& d);
   Status start_data_threads();
   void stop_data_threads();
@@ -266,6 +269,7 @@ class Router final : private LinkSink {
   QpEntry* remote_peer_of(uint32_t qp, uint64_t from_router, uint32_t from_qp);
   void tell_peers_revoked(const Session& s, uint32_t rkey);
   void break_qp(QpEntry& q);
+  void peer_lost(QpEntry& q);
   bool pump_remote(QpEntry& q);
   bool post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o);
   bool retire_remote(QpEntry& q, TenantUsage& u);

@@ -236,6 +236,14 @@ int vrdma_withdraw_recvs(struct vrdma_qp *qp);
 /* Brings a QP in the error state back to ready with the same peer, as verbs' modify_qp through
  * RESET to RTS would; receives were flushed already. Fails with ECONNRESET when the peer is gone. */
 int vrdma_recover_qp(struct vrdma_qp *qp);
+/* How long a QP on the router path goes on as if its peer were there after the peer has gone, as
+ * an RC transport retries an unanswered request before it gives up (verbs: the QP's timeout and
+ * retry count). Once it has passed, the requests waiting for the peer complete with
+ * VRDMA_WC_REM_OP_ERR and the QP breaks. 0, the default: at once. At most
+ * VRDMA_MAX_PEER_TIMEOUT_NS (EINVAL above). The direct path reports a peer that is gone at once
+ * whatever this says: its requests complete inside vrdma_post_send. */
+#define VRDMA_MAX_PEER_TIMEOUT_NS 3000000000ull
+int vrdma_set_peer_timeout(struct vrdma_qp *qp, uint64_t ns);
 
 #ifdef __cplusplus
 }
