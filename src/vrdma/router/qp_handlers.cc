@@ -138,7 +138,7 @@ void Router::release_qp(uint32_t num) {
     link_send(it->second.remote->peer_at, proto::LinkType::qp_gone, 0, g);
   }
   for (auto& [n, q] : qps_)
-    if (q.peer == num && !q.remote) peer_lost(q);  // a peer asleep on its CQ wakes to find its QP broken
+    if (q.peer == num && !q.remote) peer_lost(q);  // breaks it (and wakes it) now or after its peer timeout
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
   if (it->second.srq) --it->second.srq->users;
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
