@@ -50,10 +50,10 @@ struct FdMessage {
 
 }  // namespace
 
-Result<Mapping> Mapping::map(int fd, size_t len) {
+Result<Mapping> Mapping::map(int fd, size_t len, bool populate) {
   if (len == 0) return Status(Errc::invalid_argument, "shared memory: nothing to map (length 0)");
   if (Status s = check_mappable(fd, len); !s) return s;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
   if (p == MAP_FAILED) return sys_error(Errc::unavailable, fmt::format("mmap of {} B shared memory", len));
   return Mapping(static_cast<uint8_t*>(p), len);
 }
@@ -70,7 +70,7 @@ Mapping::~Mapping() {
   if (p_) munmap(p_, len_);
 }
 
-Result<SharedMemory> SharedMemory::create(const std::string& name, size_t len) {
+Result<SharedMemory> SharedMemory::create(const std::string& name, size_t len, bool populate) {
   UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) return sys_error(Errc::unavailable, "memfd_create");
   size_t file_len = whole_pages(len);
@@ -78,13 +78,13 @@ Result<SharedMemory> SharedMemory::create(const std::string& name, size_t len) {
     return sys_error(Errc::unavailable, fmt::format("cannot size shared memory to {} B", file_len));
   if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
     return sys_error(Errc::unavailable, "sealing shared memory");
-  auto map = Mapping::map(fd.get(), file_len);
+  auto map = Mapping::map(fd.get(), file_len, populate);
   if (!map) return map.status();
   return SharedMemory(std::move(fd), std::move(*map), len);
 }
 
-Result<SharedMemory> SharedMemory::adopt(UniqueFd fd, size_t len) {
-  auto map = Mapping::map(fd.get(), whole_pages(len));
+Result<SharedMemory> SharedMemory::adopt(UniqueFd fd, size_t len, bool populate) {
+  auto map = Mapping::map(fd.get(), whole_pages(len), populate);
   if (!map) return map.status();
   return SharedMemory(std::move(fd), std::move(*map), len);
 }

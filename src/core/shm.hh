@@ -17,8 +17,10 @@ namespace rb {
 class Mapping {
  public:
   // Maps the first `len` bytes of `fd`, which must be a memfd sealed against shrinking and at
-  // least `len` long: memory a peer passed us is checked before it is touched.
-  static Result<Mapping> map(int fd, size_t len);
+  // least `len` long: memory a peer passed us is checked before it is touched. `populate`
+  // faults every page in now (the owner's own buffers); a daemon mapping a client's memory does
+  // not, since that is work (and memory) the size of whatever the client asked for.
+  static Result<Mapping> map(int fd, size_t len, bool populate = true);
   Mapping(Mapping&& o) noexcept;
   Mapping& operator=(Mapping&& o) noexcept;
   ~Mapping();
@@ -39,10 +41,10 @@ class SharedMemory {
  public:
   // `name` shows in /proc/<pid>/fd and maps (debugging only). The file is a whole number of
   // pages, sealed at that size; size() is what was asked for.
-  static Result<SharedMemory> create(const std::string& name, size_t len);
+  static Result<SharedMemory> create(const std::string& name, size_t len, bool populate = true);
   // Takes over a memfd another process made and passed us: it must be sealed against shrinking
   // and at least `len` (rounded to pages) long, as Mapping::map checks.
-  static Result<SharedMemory> adopt(UniqueFd fd, size_t len);
+  static Result<SharedMemory> adopt(UniqueFd fd, size_t len, bool populate = true);
   uint8_t* data() const { return map_.data(); }
   size_t size() const { return len_; }
   size_t mapped_size() const { return map_.size(); }

@@ -32,10 +32,10 @@ def world():
 
 
 class Router:
-    def __init__(self, d, config=None, extra=()):
+    def __init__(self, d, config=None, extra=(), wrap=()):
         self.sock = str(d / "vrdma.sock")
         self.log = d / "vrdmad.log"
-        cmd = [VRDMAD, "--socket", self.sock]
+        cmd = [*wrap, VRDMAD, "--socket", self.sock]  # wrap: a command that execs it (prlimit)
         if config:
             cfg = d / "tenants.toml"
             cfg.write_text(config)
@@ -62,8 +62,8 @@ class Router:
 def router(world):
     started = []
 
-    def start(config=None, extra=()):
-        r = Router(world, config, extra)
+    def start(config=None, extra=(), wrap=()):
+        r = Router(world, config, extra, wrap)
         started.append(r)
         return r
 

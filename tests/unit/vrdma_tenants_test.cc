@@ -55,13 +55,38 @@ TEST(VrdmaTenants, ParsesLimitsAndFindsTenantsByUid) {
   EXPECT_EQ(none.status().message(), "uid 4242 is in no tenant of --config c.toml");
 }
 
-TEST(VrdmaTenants, WithoutAConfigEveryUidIsItsOwnUnlimitedTenant) {
+TEST(VrdmaTenants, WithoutAConfigEveryUidIsItsOwnTenantWithTheDefaultLimits) {
   Tenants t;
   auto a = t.of_uid(1234);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->name, "uid-1234");
-  EXPECT_EQ(a->max_reg_bytes, 0u);
+  TenantDefaults d = tenant_defaults();
+  EXPECT_GT(d.max_reg_bytes, 0u);  // a quarter of the host's memory
+  EXPECT_EQ(a->max_reg_bytes, d.max_reg_bytes);
+  EXPECT_EQ(a->max_qps, 1024u);
+  EXPECT_EQ(a->max_mrs, 4096u);
   EXPECT_FALSE(a->rate_limited());
+}
+
+TEST(VrdmaTenants, AbsentLimitsAreTheDefaultsAndZeroIsUnlimited) {
+  auto t = Tenants::parse("[[tenant]]\nname=\"a\"\nuids=[1]\n[[tenant]]\nname=\"b\"\nuids=[2]\nmax_reg_bytes=0\nmax_qps=0\n",
+                          "--config c.toml");
+  ASSERT_TRUE(t) << t.status().message();
+  EXPECT_EQ(t->of_uid(1)->max_reg_bytes, tenant_defaults().max_reg_bytes);
+  EXPECT_EQ(t->of_uid(1)->max_mrs, 4096u);
+  EXPECT_EQ(t->of_uid(2)->max_reg_bytes, 0u);
+  EXPECT_EQ(t->of_uid(2)->max_qps, 0u);
+}
+
+TEST(VrdmaTenants, TheRouterTableNamesAdminsAndTheConnectionCap) {
+  auto t = Tenants::parse("[router]\nadmin_uids=[1000]\nmax_clients_per_uid=8\n", "--config c.toml");
+  ASSERT_TRUE(t) << t.status().message();
+  EXPECT_FALSE(t->from_config());  // no [[tenant]]: every uid its own tenant
+  EXPECT_TRUE(t->router().is_admin(0));
+  EXPECT_TRUE(t->router().is_admin(1000));
+  EXPECT_FALSE(t->router().is_admin(1001));
+  EXPECT_EQ(t->router().max_clients_per_uid, 8u);
+  EXPECT_EQ(Tenants().router().max_clients_per_uid, 64u);
 }
 
 void expect_refused(const std::string& text, const std::string& needle) {
@@ -76,6 +101,10 @@ TEST(VrdmaTenants, EveryRefusalNamesTheFieldAndTheRule) {
   expect_refused("[[tenant]]\nname=\"a\"\n", "tenant[0].uids");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[-1]\n", "tenant[0].uids");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nmax_qps=-2\n", "tenant[0].max_qps");
+  expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nmax_mrs=\"x\"\n", "tenant[0].max_mrs");
+  expect_refused("[router]\nmax_clients_per_uid=0\n", "router.max_clients_per_uid");
+  expect_refused("[router]\nadmin_uids=[-3]\n", "router.admin_uids");
+  expect_refused("[router]\nturbo=1\n", "unknown key \"turbo\"");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nrate_bytes=\"lots\"\n", "tenant[0].rate_bytes");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nqp_rate_ops=-5\n", "tenant[0].qp_rate_ops");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\npath=\"fast\"\n", "tenant[0].path");

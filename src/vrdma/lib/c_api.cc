@@ -144,6 +144,7 @@ const char* vrdma_wc_status_str(int status) {
     case VRDMA_WC_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
     case VRDMA_WC_REM_INV_REQ_ERR: return "remote invalid request";
     case VRDMA_WC_REM_OP_ERR: return "remote operation error (peer gone)";
+    case VRDMA_WC_LOC_QP_OP_ERR: return "local QP operation error (a request the QP cannot carry out)";
     default: return "general error";
   }
 }

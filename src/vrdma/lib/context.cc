@@ -134,8 +134,20 @@ Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body,
     broken_why_ = fmt::format("vrdma router at {}: {}", path_, st.message());
     return fail<Answer>(errno_of(st.code()), broken_why_);
   };
-  if (Status st = ipc::send_packet(sock_.get(), proto::encode(t, seq, body), fd, fd2); !st) return lost(st);
-  auto p = ipc::recv_packet(sock_.get(), proto::kMaxMessage, kReplyTimeoutMs);
+  // A router that refuses the connection itself (too many from this uid) says why in an error
+  // numbered 0, then closes: that is the answer, whether our request went out or not.
+  auto refused = [&](const proto::Message& m) {
+    auto e = m.as<proto::Error>();
+    broken_ = true;
+    broken_why_ = fmt::format("vrdma router at {} refused the connection: {}", path_,
+                              proto::get_text(e.message, sizeof e.message));
+    return fail<Answer>(e.err > 0 ? e.err : ECONNREFUSED, broken_why_);
+  };
+  int timeout_ms = kReplyTimeoutMs;
+  Status sent = ipc::send_packet(sock_.get(), proto::encode(t, seq, body), fd, fd2);
+  if (!sent) timeout_ms = 0;  // only an answer already waiting can tell more
+  auto p = ipc::recv_packet(sock_.get(), proto::kMaxMessage, timeout_ms);
+  if (!sent && (!p || p->bytes.empty())) return lost(sent);
   if (!p) return lost(p.status());
   if (p->bytes.empty()) return lost({Errc::peer_gone, "closed the connection"});
   Answer a;
@@ -145,6 +157,8 @@ Call<Context::Answer> Context::ask(proto::Type t, std::span<const uint8_t> body,
   proto::Parsed parsed = proto::parse(a.packet);
   if (!parsed.msg) return lost({Errc::io, "answered garbage: " + parsed.error});
   a.msg = *parsed.msg;
+  if (a.msg.h.seq == 0 && a.msg.type() == proto::Type::error) return refused(a.msg);
+  if (!sent) return lost(sent);
   if (a.msg.h.seq != seq) return lost({Errc::io, fmt::format("answered request {} to request {}", a.msg.h.seq, seq)});
   if (a.msg.type() == proto::Type::error) {
     auto e = a.msg.as<proto::Error>();

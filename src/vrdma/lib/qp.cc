@@ -306,7 +306,10 @@ Qp::Outcome Qp::atomic(const vrdma_send_wr& wr) {
   if (wr.num_sge != 1 || wr.sg_list[0].length != 8 || !local_ok(wr.sg_list, 1, proto::local_write, total))
     return {VRDMA_WC_LOC_PROT_ERR, 0};
   const Grant* g = grant(wr.rkey);
-  if (!g || !(g->access & proto::remote_atomic) || wr.remote_addr % 8 || !g->covers(wr.remote_addr, 8))
+  // Aligned in the peer's address space and in our mapping of it (a region need not start on
+  // 8 bytes): an unaligned target would be a split lock.
+  if (!g || !(g->access & proto::remote_atomic) || wr.remote_addr % 8 || !g->covers(wr.remote_addr, 8) ||
+      reinterpret_cast<uintptr_t>(g->at(wr.remote_addr)) % 8)
     return {VRDMA_WC_REM_ACCESS_ERR, 0};
   uint64_t old = apply_atomic(g->at(wr.remote_addr), wr.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, wr.compare_add,
                               wr.swap);

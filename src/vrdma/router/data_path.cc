@@ -44,6 +44,10 @@ struct Outcome {
 
 bool is_send(uint8_t op) { return op == VRDMA_WR_SEND || op == VRDMA_WR_SEND_WITH_IMM; }
 
+// An atomic's target: 8 bytes on an 8-byte boundary of the mapping (an unaligned one would be a
+// split lock, and undefined behaviour), or null.
+uint8_t* atomic_target(uint8_t* p) { return p && reinterpret_cast<uintptr_t>(p) % 8 == 0 ? p : nullptr; }
+
 class Mover {
  public:
   Mover(const Session& me, const QpEntry& q, const Session& them, QpEntry& peer)
@@ -51,6 +55,8 @@ class Mover {
 
   // The request's local side: its SGEs (or inline bytes) as pieces of our mappings.
   bool gather(proto::SendEntry& e, uint32_t need) {
+    n_ = 0;
+    total_ = 0;
     if (e.inline_len) {
       if (e.inline_len > proto::kRouterInline) return false;
       pieces_[0] = {e.inline_data, e.inline_len};
@@ -71,8 +77,10 @@ class Mover {
   }
 
   Outcome run(proto::SendEntry& e) {
-    bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || e.opcode >= VRDMA_WR_ATOMIC_CMP_AND_SWP;
+    if (!known_opcode(e.opcode)) return {VRDMA_WC_LOC_QP_OP_ERR};  // the ring is the owner's to scribble on
+    bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
     if (!gather(e, reads_in ? uint32_t(proto::local_write) : 0u)) return {VRDMA_WC_LOC_PROT_ERR};
+    if (total_ > kMaxMessageBytes) return {VRDMA_WC_LOC_QP_OP_ERR};  // as verbs caps a message
     switch (e.opcode) {
       case VRDMA_WR_RDMA_WRITE:
       case VRDMA_WR_RDMA_WRITE_WITH_IMM: return write(e);
@@ -107,7 +115,7 @@ class Mover {
 
   Outcome atomic(proto::SendEntry& e) {
     if (n_ != 1 || total_ != 8 || e.remote_addr % 8) return {VRDMA_WC_REM_ACCESS_ERR};
-    uint8_t* t = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, 8, proto::remote_atomic);
+    uint8_t* t = atomic_target(locate(them_, peer_.pd, e.rkey, true, e.remote_addr, 8, proto::remote_atomic));
     if (!t) return {VRDMA_WC_REM_ACCESS_ERR};
     uint64_t old = apply_atomic(t, e.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, e.compare_add, e.swap);
     std::memcpy(pieces_[0].p, &old, 8);
@@ -202,7 +210,7 @@ bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now) {
   return tenant && qp;
 }
 
-void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t bytes) {
+void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint64_t bytes) {
   if (q.throttled_since_ns) {
     u.throttled_ns.fetch_add(uint64_t(now - q.throttled_since_ns), std::memory_order_relaxed);
     q.throttled_since_ns = 0;
@@ -241,24 +249,38 @@ void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int st
   q.view->cqes.push(c);
 }
 
-bool Router::pump(const std::vector<uint32_t>& list, bool& deferred) {
+bool Router::pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy) {
   bool moved = false;
   deferred = false;
   for (uint32_t num : list) {
     auto it = qps_.find(num);
     if (it == qps_.end()) continue;
+    QpEntry& q = it->second;
     // Cross-host QPs are the control thread's alone (the fabric is), and it is the one here.
-    moved = (it->second.remote ? pump_remote(it->second) : pump_qp(it->second, deferred)) || moved;
+    bool m = q.remote ? pump_remote(q) : pump_qp(q, deferred);
+    moved = m || moved;
+    busy = busy || (m && !q.waiting);  // a QP that moved and then waits is no reason to spin
   }
   return moved;
 }
 
 bool Router::pump_qp(QpEntry& q, bool& deferred_) {
+  q.waiting = false;
   if (!q.view) return false;
-  auto peer_it = qps_.find(q.peer);
-  if (peer_it == qps_.end()) return fail_lost_peer(q, deferred_);
-  if (!peer_it->second.view) return false;  // the peer has not connected back yet
-  QpEntry& peer = peer_it->second;
+  // Every turn, from the router's records alone: the peer is connected back to this QP and of
+  // its tenant. A peer that has gone (its number is never reissued) fails the QP's requests.
+  QpEntry* peer_p = connected_peer(q);
+  if (!peer_p) {
+    if (!q.peer_gone) return false;
+    bool moved = fail_lost_peer(q, deferred_);
+    q.waiting = !q.view->sends.empty();
+    return moved;
+  }
+  if (!peer_p->view) {  // the peer has not connected back yet
+    q.waiting = true;
+    return false;
+  }
+  QpEntry& peer = *peer_p;
   const Session& me = sessions_.at(q.owner);
   const Session& them = sessions_.at(peer.owner);
   TenantUsage& u = usage_.at(me.tenant.name);  // never inserts: a data thread only reads the map
@@ -267,7 +289,7 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
   int done = 0;
   for (; done < kBatch && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
-      deferred_ = true;
+      deferred_ = q.waiting = true;
       break;
     }
     int64_t now = now_ns();
@@ -278,12 +300,12 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
     } else {
       if (!tokens_ready(u, q, me.tenant, now)) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
-        deferred_ = true;
+        deferred_ = q.waiting = true;
         break;
       }
       o = Mover(me, q, them, peer).run(e);
       if (o.wait) {
-        deferred_ = true;
+        deferred_ = q.waiting = true;
         break;
       }
       charge(u, q, me.tenant, now, o.byte_len);
@@ -342,7 +364,7 @@ void Router::wake_send(QpEntry& q) {
 bool Router::work_waiting(const std::vector<uint32_t>& list) const {
   for (uint32_t num : list) {
     auto it = qps_.find(num);
-    if (it != qps_.end() && it->second.view && !it->second.view->sends.empty()) return true;
+    if (it != qps_.end() && it->second.view && !it->second.waiting && !it->second.view->sends.empty()) return true;
   }
   return false;
 }
@@ -376,13 +398,13 @@ void Router::run_data(DataThread& d) {
   epoll_event evs[4];
   IdleSpin spin(kSpinRounds);
   while (!stopping_.load(std::memory_order_relaxed)) {
-    bool moved, deferred = false;
+    bool moved, deferred = false, busy = false;
     {
       std::lock_guard lk(d.mu);
-      moved = pump(d.qps, deferred);
+      moved = pump(d.qps, deferred, busy);
       if (moved) d.turns.fetch_add(1, std::memory_order_relaxed);
     }
-    if (moved) {
+    if (busy) {
       spin.worked();
       continue;
     }

@@ -18,6 +18,14 @@ int64_t idle_sleep_ns(bool deferred, bool connecting, IdleSpin::Turn turn);
 // epoll_wait with a timeout in nanoseconds (a router's nap is shorter than a millisecond); < 0 waits.
 int epoll_wait_ns(int epfd, epoll_event* evs, int max, int64_t timeout_ns);
 
+// A message is at most 2^31 B, as verbs caps it (and a byte count fits a completion).
+constexpr uint64_t kMaxMessageBytes = 1ull << 31;
+
+inline bool is_atomic(uint8_t op) { return op == VRDMA_WR_ATOMIC_FETCH_AND_ADD || op == VRDMA_WR_ATOMIC_CMP_AND_SWP; }
+// What a request's opcode may be: anything else in a ring (or on the link) is refused, never
+// taken for something it is not.
+inline bool known_opcode(uint8_t op) { return op >= VRDMA_WR_RDMA_WRITE && op <= VRDMA_WR_ATOMIC_FETCH_AND_ADD; }
+
 constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
 constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
 constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
@@ -40,7 +48,7 @@ inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_
 // Refills the tenant's buckets and the QP's for the time passed; true when a request may go now.
 bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now);
 // Charges a request that went.
-void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint32_t bytes);
+void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint64_t bytes);
 
 // When a QP whose peer has gone (peer_lost_ns) stops waiting for it: the owner's peer timeout
 // later, that timeout read from the QP's header and held to what vrdma_set_peer_timeout allows.

@@ -271,9 +271,13 @@ Status Fabric::read(const proto::RouterAddress& to, std::span<const LocalPiece> 
   return rma(false, to, local, addr, key, cookie, sink);
 }
 
-Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint64_t key) {
+Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint64_t key, uint32_t region_access) {
   fid_mr* mr = nullptr;
-  uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  // Other routers may read any region: the target's router pulls a SEND's payload (over 4 KiB)
+  // out of the sender's own region, which has no remote access of its own. They may write only
+  // where the region grants remote write: no peer router can put bytes where a WRITE may not.
+  uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ;
+  if (region_access & proto::remote_write) access |= FI_REMOTE_WRITE;
   int rc = fi_mr_reg(domain_, p, len, access, 0, prov_key_ ? 0 : key, 0, &mr, nullptr);
   if (rc) return Status(Errc::io, fmt::format("fi_mr_reg of {} B: {}", len, fi_error(rc)));
   return std::make_unique<FabricMr>(mr, fi_mr_key(mr), virt_addr_ ? reinterpret_cast<uint64_t>(p) : 0);

@@ -67,7 +67,10 @@ class Fabric {
   // Handles up to a batch of completions; the number handled.
   int poll(LinkSink& sink);
 
-  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint64_t key);
+  // Registers a tenant's region: this router may read and write it (it moves the bytes of the
+  // owner's own requests); other routers may read it (they pull SEND payloads) and write it only
+  // where `access` (proto::Access) grants remote write.
+  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint64_t key, uint32_t access);
 
   // Queues a copy of `bytes` to the router at `to`. Errors: it cannot be addressed or the
   // endpoint refused the message for longer than a bound.

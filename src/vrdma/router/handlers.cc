@@ -60,6 +60,10 @@ Router::Reply Router::dealloc_pd(Session& s, const proto::Message& m) {
   return {proto::encode(Type::done, m.h.seq)};
 }
 
+// A message (and so a region's part in one) is at most 2^31 B, as verbs caps it; a region may be
+// larger, up to what the tenant may register.
+constexpr uint64_t kMaxRegion = 1ull << 40;
+
 Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& theirs) {
   auto req = m.as<proto::RegMr>();
   constexpr uint32_t kAllAccess =
@@ -69,21 +73,29 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   // Remote write or atomic access needs local write, as in verbs.
   if ((req.access & (proto::remote_write | proto::remote_atomic)) && !(req.access & proto::local_write))
     return error(s, m, EINVAL, "remote write or atomic access needs local write access too");
-  if (req.len == 0 || req.len > (1ull << 40)) return error(s, m, EINVAL, fmt::format("length {} B: give 1 B to 1 TiB", req.len));
+  if (req.len == 0 || req.len > kMaxRegion) return error(s, m, EINVAL, fmt::format("length {} B: give 1 B to 1 TiB", req.len));
   TenantUsage& u = usage_[s.tenant.name];
-  if (s.tenant.max_reg_bytes && u.reg_bytes + req.len > s.tenant.max_reg_bytes)
+  // Released regions still held for the fabric count too: churn holds no more than the limits.
+  uint64_t held = u.reg_bytes + u.held_bytes;
+  if (s.tenant.max_reg_bytes && held + req.len > s.tenant.max_reg_bytes)
     return error(s, m, ENOMEM,
-                 fmt::format("tenant {} would hold {} B registered, over its max_reg_bytes of {} B", s.tenant.name,
-                             u.reg_bytes + req.len, s.tenant.max_reg_bytes));
+                 fmt::format("tenant {} would hold {} B registered{}, over its max_reg_bytes of {} B", s.tenant.name,
+                             held + req.len, u.held_bytes ? fmt::format(" ({} B of it released, held a few seconds)", u.held_bytes) : "",
+                             s.tenant.max_reg_bytes));
+  if (s.tenant.max_mrs && u.mrs + u.held_mrs + 1 > s.tenant.max_mrs)
+    return error(s, m, ENOMEM, fmt::format("tenant {} holds {} regions{}, its max_mrs", s.tenant.name, u.mrs + u.held_mrs,
+                                           u.held_mrs ? fmt::format(" ({} released, held a few seconds)", u.held_mrs) : ""));
   // The client's own buffer comes as its memfd (mapped over the buffer, contents kept); other
-  // regions are memory the router makes.
-  auto mem = theirs ? SharedMemory::adopt(std::move(theirs), req.len)
-                    : SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len);
-  if (!mem) return error(s, m, theirs ? EINVAL : ENOMEM, mem.status().message());
+  // regions are memory the router makes. Neither is populated here: that is work the size of
+  // the request, on the thread every tenant's control requests share.
+  bool adopted = bool(theirs);
+  auto mem = adopted ? SharedMemory::adopt(std::move(theirs), req.len, false)
+                     : SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len, false);
+  if (!mem) return error(s, m, adopted ? EINVAL : ENOMEM, mem.status().message());
   MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va,
                       std::make_shared<RegionBacking>(RegionBacking{std::move(*mem), nullptr})};
-  if (fabric_) {  // the routers of other hosts reach it with one RMA, under its rkey where they may choose
-    auto fm = fabric_->register_region(e.data(), e.mem().mapped_size(), e.rkey);
+  if (fabric_) {  // the routers of other hosts reach it with one RMA, with the access it grants
+    auto fm = fabric_->register_region(e.data(), e.mem().mapped_size(), e.rkey, e.access);
     if (!fm) {
       keys_in_use_.erase(e.lkey);
       keys_in_use_.erase(e.rkey);
@@ -110,24 +122,38 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
   tell_peers_revoked(s, it->second.rkey);
   keys_in_use_.erase(it->second.lkey);
   keys_in_use_.erase(it->second.rkey);
-  release_region(it->second);
+  release_region(s.tenant.name, it->second);
   s.mrs.erase(it);
   return {proto::encode(Type::done, m.h.seq)};
 }
 
-// The grace a released region's mapping gets: a peer's RMA that passed the key check before the
-// revocation reached it lands well within this (its router gives up on an op after 3 s).
-constexpr int64_t kReleaseGraceNs = 10'000'000'000;
+// The grace a released region's mapping gets while the routers of other hosts might still reach
+// it: a peer's RMA that passed the key check before the revocation reached it lands well within
+// this (its router gives up on an op after 3 s). Without a fabric nothing outside this process
+// reaches a region through the router, and it goes at once.
+constexpr int64_t kReleaseGraceNs = 5'000'000'000;
 
-void Router::release_region(MemoryRegionEntry& mr) {
+void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
   if (!mr.backing) return;
+  if (!fabric_) {
+    mr.backing.reset();
+    return;
+  }
   if (mr.backing.use_count() == 1) mr.backing->fabric.reset();  // no RMA of ours uses it: peers lose it now
-  released_.emplace_back(now_ns() + kReleaseGraceNs, std::move(mr.backing));
+  TenantUsage& u = usage_[tenant];
+  ++u.held_mrs;
+  u.held_bytes += mr.len;
+  released_.push_back({now_ns() + kReleaseGraceNs, tenant, mr.len, std::move(mr.backing)});
 }
 
 void Router::sweep_released() {
   int64_t now = now_ns();
-  while (!released_.empty() && released_.front().first <= now) released_.pop_front();
+  while (!released_.empty() && released_.front().until_ns <= now) {
+    TenantUsage& u = usage_[released_.front().tenant];
+    --u.held_mrs;
+    u.held_bytes -= released_.front().bytes;
+    released_.pop_front();
+  }
 }
 
 }  // namespace rb::vrdma

@@ -34,8 +34,10 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
     if (it->second->pd != req.pd) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is of another PD", req.srq));
     srq = it->second;
   }
-  uint32_t num = fresh_key(proto::kQpNumMask);
-  QpEntry q{num, req.pd, s.id, 0, std::move(fd), std::move(doorbell), {}, std::move(*map), req.mem_len};
+  auto fresh = qp_numbers_.next();
+  if (!fresh) return error(s, m, ENOSPC, "this router has issued every QP number it has (2^24 - 1); restart it");
+  uint32_t num = *fresh;
+  QpEntry q{num, req.pd, s.id, 0, false, std::move(fd), std::move(doorbell), {}, std::move(*map), req.mem_len};
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   if (srq) ++srq->users;
   q.srq = std::move(srq);
@@ -55,6 +57,7 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   // Tenants never meet: an address of another tenant's QP is as good as a wrong one.
   if (owner.tenant.name != s.tenant.name) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
   QpEntry& mine = qps_.at(req.qp_num);
+  if (mine.peer_gone) return error(s, m, EISCONN, "the QP was connected, and its peer has gone; make a new QP");
   if (mine.peer && mine.peer != req.peer_qp_num) return error(s, m, EISCONN, "the QP is connected to another already");
   if (peer->second.peer && peer->second.peer != req.qp_num)
     return error(s, m, EISCONN, fmt::format("QP {:#x} is connected to another QP", req.peer_qp_num));
@@ -101,15 +104,17 @@ void Router::route_qp(QpEntry& q, uint32_t peer) {
 Router::Reply Router::grant(Session& s, const proto::Message& m) {
   auto req = m.as<proto::GrantAsk>();
   if (!s.qps.count(req.qp_num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", req.qp_num));
-  const QpEntry& mine = qps_.at(req.qp_num);
-  auto peer = qps_.find(mine.peer);
-  if (!mine.peer || peer == qps_.end()) return error(s, m, ENOTCONN, "the QP is not connected");
+  QpEntry& mine = qps_.at(req.qp_num);
   if (mine.router_path) return error(s, m, EPERM, "a QP on the router path is granted no mappings");
-  const Session& owner = sessions_.at(peer->second.owner);
+  // Only from the router's own records: the peer is connected back to this QP, in this tenant.
+  // A QP whose peer has gone, or never connected back, gets the one answer "not connected".
+  QpEntry* peer = connected_peer(mine);
+  if (!peer) return error(s, m, ENOTCONN, "the QP is not connected");
+  const Session& owner = sessions_.at(peer->owner);
   // A remote key names the region for WRITE, READ and atomics; the local key of a receive
   // buffer is what a SEND fills. Either must be a region of the peer QP's PD.
   for (const auto& [lkey, mr] : owner.mrs) {
-    if (mr.pd != peer->second.pd || (mr.rkey != req.key && mr.lkey != req.key)) continue;
+    if (mr.pd != peer->pd || (mr.rkey != req.key && mr.lkey != req.key)) continue;
     proto::Granted g;
     g.va = mr.va;
     g.len = mr.len;
@@ -137,13 +142,16 @@ void Router::release_qp(uint32_t num) {
     proto::LinkQpGone g{num, it->second.peer};
     link_send(it->second.remote->peer_at, proto::LinkType::qp_gone, 0, g);
   }
-  for (auto& [n, q] : qps_)
-    if (q.peer == num && !q.remote) peer_lost(q);  // breaks it (and wakes it) now or after its peer timeout
+  for (auto& [n, q] : qps_) {
+    if (q.peer != num || q.remote) continue;
+    peer_lost(q);  // breaks it (and wakes it) now or after its peer timeout
+    q.peer = 0;    // and it forgets the number: nothing of it reaches a QP that number names
+    q.peer_gone = true;
+  }
   if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
   if (it->second.srq) --it->second.srq->users;
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
   if (int t = it->second.thread; t >= 0) std::erase(data_[t]->qps, num);
-  keys_in_use_.erase(num);
   qps_.erase(it);
 }
 
@@ -157,7 +165,9 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   auto ring = SpscRing<proto::RecvEntry>::attach(map->bytes());
   if (!ring) return error(s, m, EINVAL, "SRQ memory is not a ring of receives: " + ring.status().message());
   auto e = std::make_shared<SrqEntry>();
-  e->num = fresh_key(proto::kQpNumMask);
+  auto fresh = qp_numbers_.next();
+  if (!fresh) return error(s, m, ENOSPC, "this router has issued every SRQ number it has (2^24 - 1); restart it");
+  e->num = *fresh;
   e->pd = req.pd;
   e->owner = s.id;
   e->mem.emplace(std::move(*map));
@@ -174,7 +184,6 @@ Router::Reply Router::destroy_srq(Session& s, const proto::Message& m) {
     return error(s, m, EBUSY, fmt::format("SRQ {:#x} has {} QP{}; destroy them first", num, n, n == 1 ? "" : "s"));
   srqs_.erase(num);
   s.srqs.erase(num);
-  keys_in_use_.erase(num);
   return {proto::encode(Type::done, m.h.seq)};
 }
 
@@ -191,6 +200,20 @@ void Router::ring(const QpEntry& q) {
   uint64_t one = 1;
   if (q.doorbell) (void)!write(q.doorbell.get(), &one, sizeof one);
   if (q.send_doorbell) (void)!write(q.send_doorbell.get(), &one, sizeof one);
+}
+
+QpEntry* Router::connected_peer(QpEntry& q) {
+  if (!q.peer || q.peer_gone || q.remote) return nullptr;
+  auto it = qps_.find(q.peer);
+  if (it == qps_.end()) return nullptr;
+  QpEntry& p = it->second;
+  // Connected back to q, or not connected yet (numbers are never reissued: it is the QP q was
+  // checked against at connect); connected to any other, or gone, it is not q's peer.
+  if ((p.peer && p.peer != q.num) || p.peer_gone || p.remote) return nullptr;
+  auto mine = sessions_.find(q.owner), theirs = sessions_.find(p.owner);
+  if (mine == sessions_.end() || theirs == sessions_.end() || mine->second.tenant.name != theirs->second.tenant.name)
+    return nullptr;
+  return &p;
 }
 
 void Router::revoke_grants_of(const Session& s) {

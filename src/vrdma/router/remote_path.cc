@@ -15,7 +15,6 @@ namespace {
 constexpr size_t kWindow = 64;                // requests of one QP in flight
 constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the peer's router is gone
 
-bool is_atomic(uint8_t op) { return op == VRDMA_WR_ATOMIC_FETCH_AND_ADD || op == VRDMA_WR_ATOMIC_CMP_AND_SWP; }
 
 }  // namespace
 
@@ -84,6 +83,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
     o.byte_len = 0;
     return true;
   };
+  if (!known_opcode(e.opcode)) return fail(VRDMA_WC_LOC_QP_OP_ERR);  // the ring is the owner's to scribble on
   bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
   LocalPiece local[proto::kMaxSge];
   proto::LinkPiece pull[proto::kMaxSge];
@@ -105,6 +105,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
       total += g.len;
     }
   }
+  if (total > kMaxMessageBytes) return fail(VRDMA_WC_LOC_QP_OP_ERR);  // as verbs caps a message
   o.byte_len = uint32_t(total);
   uint64_t cookie = uint64_t(q.num) << 32 | o.seq;
   bool one_sided = (e.opcode == VRDMA_WR_RDMA_WRITE && !e.inline_len) || e.opcode == VRDMA_WR_RDMA_READ;

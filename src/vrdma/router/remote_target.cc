@@ -81,6 +81,10 @@ using proto::LinkType;
 
 void Router::link_op(const proto::LinkMessage& m) {
   auto op = m.as<proto::LinkOp>();
+  if (!known_opcode(op.opcode) || op.len > kMaxMessageBytes) {  // never taken for something it is not
+    link_send(m.h.from, LinkType::op_reply, m.h.req, proto::LinkOpReply{VRDMA_WC_LOC_QP_OP_ERR});
+    return;
+  }
   QpEntry* q = remote_peer_of(op.to_qp, m.h.from_router, op.from_qp);
   if (!q || !q->view) {  // not connected to the sender: not yet (an error now), or not any more
     auto t = qps_.find(op.to_qp);
@@ -132,6 +136,7 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
                    op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
   if (op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD || op.opcode == VRDMA_WR_ATOMIC_CMP_AND_SWP) {
     uint8_t* t = op.remote_addr % 8 ? nullptr : locate(owner, q.pd, op.rkey, true, op.remote_addr, 8, proto::remote_atomic);
+    if (t && reinterpret_cast<uintptr_t>(t) % 8) t = nullptr;  // a split lock otherwise
     if (!t) return done(VRDMA_WC_REM_ACCESS_ERR);
     in.old = apply_atomic(t, op.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, op.compare_add, op.swap);
     in.byte_len = 8;

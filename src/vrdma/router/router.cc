@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -94,7 +95,7 @@ Status Router::run(int stop_fd) {
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0) return sys_error("epoll_ctl");
   log(fmt::format("serving on {} ({}){}", opts_.socket_path,
                   opts_.tenants.from_config() ? fmt::format("{} tenants", opts_.tenants.configured().size())
-                                              : "no config: every uid its own tenant",
+                                              : "no [[tenant]] in a config: every uid its own tenant",
                   fabric_ ? fmt::format("; routers of other hosts reach it at {} over {}", proto::to_string(opts_.listen),
                                         fabric_->provider())
                           : ""));
@@ -125,15 +126,21 @@ Status Router::run(int stop_fd) {
     // With one thread it does both: control messages, and the router path's requests. It spins
     // (giving the core away each turn) while requests come, then parks in epoll_wait: clients
     // kick it through an eventfd after posting, so an idle router uses no CPU. Next to a process
-    // that never yields it naps instead of yielding (see IdleSpin).
+    // that never yields it naps instead of yielding (see IdleSpin). A request that waits (its
+    // tenant's tokens, a receive, room for its answer) is no reason to spin: it is looked at
+    // again a millisecond later, so a throttled or stuck tenant costs the router its own work only.
+    bool busy = false;
     bool moved = fabric_ && fabric_->poll(*this) > 0;
-    moved = (!routed_.empty() && pump(routed_, deferred_)) || moved;
+    busy = moved;
+    moved = (!routed_.empty() && pump(routed_, deferred_, busy)) || moved;
     if (!connects_.empty()) expire_connects();
     if (!released_.empty()) sweep_released();
+    drop_silent_clients();
+    if (!accepting_ && now_ns() >= accept_again_ns_) resume_accepting();
     int64_t timeout_ns = 0;
     bool parked = false;
     IdleSpin::Turn turn = IdleSpin::Turn::again;
-    if (moved) {
+    if (busy) {
       spin.worked();
       hold(false);  // data threads get their turn while this one is busy too
       hold(true);
@@ -141,6 +148,7 @@ Status Router::run(int stop_fd) {
       set_parked(routed_, true);
       parked = true;
       timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(deferred_, !connects_.empty(), turn);
+      if (int64_t due = next_deadline_ns(); due >= 0 && (timeout_ns < 0 || due < timeout_ns)) timeout_ns = due;
     }
     if (timeout_ns) hold(false);
     int n = epoll_wait_ns(epoll_.get(), evs, 32, timeout_ns);
@@ -150,28 +158,26 @@ Status Router::run(int stop_fd) {
     if (n < 0) return sys_error("epoll_wait");
     for (int i = 0; i < n; ++i) {
       bool stop_now = false;
-      if (Status st = handle_event(evs[i], spin, stop_now); !st || stop_now) return st;
+      if (Status st = handle_event(evs[i], stop_now); !st || stop_now) return st;
     }
   }
 }
 
-Status Router::handle_event(const epoll_event& ev, IdleSpin& spin, bool& stop) {
+Status Router::handle_event(const epoll_event& ev, bool& stop) {
   uint64_t tag = ev.data.u64;
   if (tag == kStopTag) {
     stop = true;
     return {};
   }
+  // A kick or the fabric's fd wakes the loop to look; only what it then moves counts as work
+  // worth spinning for (a kick for a throttled QP is not).
   if (tag == kKickTag) {
     uint64_t v;
     while (read(kick_.get(), &v, sizeof v) > 0) {
     }
-    spin.worked();
     return {};
   }
-  if (tag == kFabricTag) {
-    spin.worked();
-    return {};
-  }
+  if (tag == kFabricTag) return {};
   if (tag == kListenTag) return accept_clients();
   auto it = sessions_.find(uint32_t(tag));
   if (it == sessions_.end()) return {};
@@ -180,28 +186,98 @@ Status Router::handle_event(const epoll_event& ev, IdleSpin& spin, bool& stop) {
   return {};
 }
 
+// A client has this long to say hello: a connection that says nothing holds a descriptor.
+constexpr int64_t kHelloNs = 2'000'000'000;
+// Out of descriptors, the listen socket leaves epoll for this long (else it is readable at once
+// again, and the loop spins); a client that goes brings it back sooner.
+constexpr int64_t kAcceptPauseNs = 100'000'000;
+
 Status Router::accept_clients() {
-  while (true) {
+  while (accepting_) {
     UniqueFd c(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!c) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) return {};
       if (errno == EMFILE || errno == ENFILE) {
-        log("out of descriptors: a client connection waits");
+        log_limited("emfile", "out of descriptors: new clients wait until one goes");
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listen_.get(), nullptr);
+        accepting_ = false;
+        accept_again_ns_ = now_ns() + kAcceptPauseNs;
         return {};
       }
       return sys_error("accept4");
     }
     auto cred = ipc::peer_cred(c.get());
     if (!cred) continue;
+    uint32_t& held = clients_of_uid_[cred->uid];
+    if (held >= opts_.tenants.router().max_clients_per_uid) {
+      // Told why in one packet, then closed: one uid cannot take the router's descriptors.
+      proto::Error e;
+      e.err = EUSERS;
+      proto::put_text(e.message, sizeof e.message,
+                      fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held));
+      (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
+      log_limited(fmt::format("cap {}", cred->uid),
+                  fmt::format("uid {} (pid {}) refused: {} connections, its max_clients_per_uid", cred->uid, cred->pid, held));
+      continue;
+    }
     uint32_t id = next_id_++;
     epoll_event ev{EPOLLIN | EPOLLRDHUP, {.u64 = id}};
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.get(), &ev) < 0) return sys_error("epoll_ctl");
+    ++held;
     Session& s = sessions_[id];
     s.sock = std::move(c);
     s.id = id;
     s.pid = cred->pid;
     s.uid = cred->uid;
+    s.hello_by_ns = now_ns() + kHelloNs;
   }
+  return {};
+}
+
+void Router::resume_accepting() {
+  if (accepting_) return;
+  epoll_event ev{EPOLLIN, {.u64 = kListenTag}};
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) == 0) accepting_ = true;
+  else accept_again_ns_ = now_ns() + kAcceptPauseNs;
+}
+
+void Router::drop_silent_clients() {
+  int64_t now = now_ns();
+  std::vector<uint32_t> late;
+  for (const auto& [id, s] : sessions_)
+    if (!s.welcomed && s.hello_by_ns && now >= s.hello_by_ns) late.push_back(id);
+  for (uint32_t id : late) {
+    const Session& s = sessions_.at(id);
+    log_limited("silent", fmt::format("client {} (pid {}, uid {}) said no hello within {} s; disconnected", s.id, s.pid,
+                                      s.uid, kHelloNs / 1'000'000'000));
+    drop(id);
+  }
+}
+
+int64_t Router::next_deadline_ns() const {
+  int64_t now = now_ns(), due = -1;
+  auto at = [&](int64_t t) {
+    int64_t in = std::max<int64_t>(t - now, 0);
+    if (due < 0 || in < due) due = in;
+  };
+  for (const auto& [id, s] : sessions_)
+    if (!s.welcomed && s.hello_by_ns) at(s.hello_by_ns);
+  if (!released_.empty()) at(released_.front().until_ns);
+  if (!accepting_) at(accept_again_ns_);
+  return due;
+}
+
+void Router::log_limited(const std::string& key, const std::string& line) {
+  auto& [last, left_out] = log_limits_[key];
+  int64_t now = now_ns();
+  if (last && now - last < 1'000'000'000) {
+    ++left_out;
+    return;
+  }
+  log(left_out ? fmt::format("{} ({} more like it in the last second)", line, left_out) : line);
+  last = now;
+  left_out = 0;
+  if (log_limits_.size() > 1024) log_limits_.clear();  // keys are bounded: forget old ones
 }
 
 void Router::serve(Session& s) {
@@ -239,7 +315,9 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
     case Type::create_srq: return create_srq(s, m, p.fd);
     case Type::destroy_srq: return destroy_srq(s, m);
     case Type::stats: {
-      std::string text = stats_text();
+      // A tenant sees its own row; root and the config's admin_uids see every tenant and the links.
+      bool admin = opts_.tenants.router().is_admin(s.uid);
+      std::string text = stats_text(admin ? nullptr : &s.tenant.name);
       proto::StatsText st{uint32_t(text.size())};
       return {proto::encode(Type::stats_text, m.h.seq, st, {reinterpret_cast<const uint8_t*>(text.data()), text.size()})};
     }
@@ -260,21 +338,20 @@ void Router::drop(uint32_t id) {
     u.qps -= s.qps.size();
     revoke_grants_of(s);
     for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
-    for (uint32_t n : s.srqs) {
-      srqs_.erase(n);
-      keys_in_use_.erase(n);
-    }
+    for (uint32_t n : s.srqs) srqs_.erase(n);
     for (auto& [lkey, mr] : s.mrs) {
       u.reg_bytes -= mr.len;
       keys_in_use_.erase(mr.lkey);
       keys_in_use_.erase(mr.rkey);
-      release_region(mr);
+      release_region(s.tenant.name, mr);
     }
     log(fmt::format("client {} (pid {}, tenant {}) gone: released {} PDs, {} MRs", s.id, s.pid, s.tenant.name,
                     s.pds.size(), s.mrs.size()));
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
+  if (auto c = clients_of_uid_.find(s.uid); c != clients_of_uid_.end() && --c->second == 0) clients_of_uid_.erase(c);
   sessions_.erase(it);
+  resume_accepting();  // a descriptor came free
 }
 
 uint32_t Router::fresh_key(uint32_t mask) {
@@ -286,7 +363,7 @@ uint32_t Router::fresh_key(uint32_t mask) {
   }
 }
 
-std::string Router::stats_text() const {
+std::string Router::stats_text(const std::string* only) const {
   std::string out = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
                                 "tenant", "clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused",
                                 "routed_ops", "routed_bytes", "throttled_ms", "queued");
@@ -298,6 +375,7 @@ std::string Router::stats_text() const {
   constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
   size_t left_out = 0;
   for (const auto& [name, u] : usage_) {
+    if (only && name != *only) continue;
     std::string row = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
                                   name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors.load(),
                                   u.refused_clients, u.ops_moved.load(), u.bytes_moved.load(), u.throttled_ns.load() / 1000000,
@@ -306,7 +384,7 @@ std::string Router::stats_text() const {
     else out += row;
   }
   if (left_out) out += fmt::format("({} more tenants)\n", left_out);
-  out += links_text();
+  if (!only) out += links_text();
   // The router's own CPU since it started: the cost of being the NIC.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

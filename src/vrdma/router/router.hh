@@ -27,6 +27,7 @@
 #include "vrdma/proto/link.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/fabric.hh"
+#include "vrdma/router/qp_numbers.hh"
 #include "vrdma/router/tenants.hh"
 
 namespace rb::vrdma {
@@ -76,7 +77,7 @@ struct TokenBuckets {
   double ops = 0, bytes = 0;
   int64_t refill_ns = 0;
   bool ready(uint64_t rate_ops, uint64_t rate_bytes, int64_t now);
-  void take(uint32_t nbytes) {
+  void take(uint64_t nbytes) {
     ops -= 1;
     bytes -= double(nbytes);
   }
@@ -131,7 +132,8 @@ struct SrqEntry {
 
 struct QpEntry {
   uint32_t num = 0, pd = 0, owner = 0;  // owner: the session
-  uint32_t peer = 0;                    // the QP it connected to, 0 before
+  uint32_t peer = 0;                    // the QP it connected to; 0 before, and after that QP has gone
+  bool peer_gone = false;               // it was connected, and its peer has gone (never reconnects)
   UniqueFd fd;                          // its shared memory (the owner's memfd), for the peer
   UniqueFd doorbell;                    // an eventfd of the owner's recv CQ (may be absent)
   UniqueFd send_doorbell;               // its send CQ's, where that is another CQ
@@ -143,6 +145,7 @@ struct QpEntry {
   int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
   int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
   int64_t peer_lost_ns = 0;        // router path: when we learned the peer had gone (see peer_lost)
+  bool waiting = false;            // router path: its head request waits (tokens, a receive, room): no reason to spin
   TokenBuckets tokens;             // router path: the tenant's per-QP rates
   int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
@@ -154,6 +157,7 @@ struct Session {
   UniqueFd sock;
   uint32_t id = 0, pid = 0, uid = 0;
   bool welcomed = false;
+  int64_t hello_by_ns = 0;  // dropped unless welcomed by then
   Tenant tenant;
   std::set<uint32_t> pds, qps, srqs;
   std::map<uint32_t, MemoryRegionEntry> mrs;  // by lkey
@@ -161,6 +165,9 @@ struct Session {
 
 struct TenantUsage {
   uint64_t clients = 0, pds = 0, mrs = 0, qps = 0, reg_bytes = 0;
+  // Regions released but still held for the fabric's grace period: they count against the
+  // tenant's max_reg_bytes and max_mrs until they go, so churn cannot hold more than the limits.
+  uint64_t held_mrs = 0, held_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
   // Counted by data threads too.
   std::atomic<uint64_t> errors{0}, ops_moved{0}, bytes_moved{0}, throttled_ns{0};
@@ -183,12 +190,13 @@ class Router final : private LinkSink {
   ~Router();
   // Serves until `stop_fd` (an eventfd or a signalfd) becomes readable.
   Status run(int stop_fd);
-  std::string stats_text() const;
+  // Every tenant's row and the links, or (only) one tenant's.
+  std::string stats_text(const std::string* only = nullptr) const;
 
  private:
   explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
   Status accept_clients();
-  Status handle_event(const epoll_event& ev, IdleSpin& spin, bool& stop);
+  Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
   void drop(uint32_t id);
   // One request; the reply (or error) is sent by the caller. Returns the reply bytes and the
@@ -216,12 +224,23 @@ class Router final : private LinkSink {
   void release_qp(uint32_t num);
   // A region's entry is going: its registration closes now unless an RMA of ours holds it,
   // its mapping stays a grace period (released_).
-  void release_region(MemoryRegionEntry& mr);
+  void release_region(const std::string& tenant, MemoryRegionEntry& mr);
   void sweep_released();
+  // When the loop must look again at the latest (hello deadlines, the released regions' grace),
+  // ns from now; -1: nothing is due.
+  int64_t next_deadline_ns() const;
+  void drop_silent_clients();
+  // A log line that may repeat: at most one a second for `key`, with a count of those left out.
+  void log_limited(const std::string& key, const std::string& line);
+  void resume_accepting();
   void ring(const QpEntry& q);
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
-  bool pump(const std::vector<uint32_t>& list, bool& deferred);
+  // `busy`: some QP moved and has more it could move now (worth spinning for).
+  bool pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy);
   bool pump_qp(QpEntry& q, bool& deferred);
+  // The peer QP `q` may reach, from the router's own records: q's peer, connected back to q (or
+  // to nothing yet), of the same tenant; null when there is none (any more).
+  QpEntry* connected_peer(QpEntry& q);
   bool fail_lost_peer(QpEntry& q, bool& deferred);
   void run_data(DataThread& d);
   Status start_data_threads();
@@ -287,11 +306,22 @@ class Router final : private LinkSink {
   std::unique_ptr<Fabric> fabric_;  // to the routers of other hosts (with --listen)
   // Regions released while the fabric might still be writing into them (a peer's RMA that
   // passed the key check before the revocation): kept mapped until the deadline (ns).
-  std::deque<std::pair<int64_t, std::shared_ptr<RegionBacking>>> released_;
+  struct Released {
+    int64_t until_ns = 0;
+    std::string tenant;
+    uint64_t bytes = 0;
+    std::shared_ptr<RegionBacking> backing;
+  };
+  std::deque<Released> released_;
   std::map<uint32_t, Session> sessions_;
   std::map<std::string, TenantUsage> usage_;
   std::set<uint32_t> keys_in_use_;
+  QpNumbers qp_numbers_;             // QP and SRQ numbers: never one issued before
   std::map<uint32_t, QpEntry> qps_;  // every QP, by number
+  std::map<uint32_t, uint32_t> clients_of_uid_;  // connections held, by uid (max_clients_per_uid)
+  bool accepting_ = true;             // false while out of descriptors: the listen socket is off epoll
+  int64_t accept_again_ns_ = 0;
+  std::map<std::string, std::pair<int64_t, uint64_t>> log_limits_;  // key -> (last line, left out since)
   std::map<uint32_t, std::shared_ptr<SrqEntry>> srqs_;  // every SRQ, by number
   std::vector<uint32_t> routed_;     // the QPs on the router path
   UniqueFd kick_;                    // an eventfd clients write after posting while we are parked

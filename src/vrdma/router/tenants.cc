@@ -1,5 +1,8 @@
 #include "vrdma/router/tenants.hh"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -16,9 +19,9 @@ Status bad(const std::string& where, const std::string& what) {
   return {Errc::invalid_argument, fmt::format("{}: {}", where, what)};
 }
 
-// A size field: an integer of bytes, or a string with a unit ("4G").
-Result<uint64_t> size_field(const toml::node* n, const std::string& where) {
-  if (!n) return uint64_t(0);
+// A size field: an integer of bytes, or a string with a unit ("4G"); `absent` when not given.
+Result<uint64_t> size_field(const toml::node* n, const std::string& where, uint64_t absent = 0) {
+  if (!n) return absent;
   if (auto i = n->value<int64_t>()) {
     if (*i < 0) return bad(where, fmt::format("{} is negative; give bytes (0: unlimited)", *i));
     return uint64_t(*i);
@@ -31,21 +34,27 @@ Result<uint64_t> size_field(const toml::node* n, const std::string& where) {
   return bad(where, "must be bytes: an integer or a string such as \"4G\"");
 }
 
-Result<uint64_t> count_field(const toml::node* n, const std::string& where, uint64_t max) {
-  if (!n) return uint64_t(0);
+Result<uint64_t> count_field(const toml::node* n, const std::string& where, uint64_t max, uint64_t absent = 0) {
+  if (!n) return absent;
   auto i = n->value<int64_t>();
   if (!i || *i < 0 || uint64_t(*i) > max)
     return bad(where, fmt::format("must be an integer from 0 (unlimited) to {}", max));
   return uint64_t(*i);
 }
 
-Result<Tenant> tenant_of(const toml::table& t, const std::string& where) {
+Result<uint32_t> uid_field(const toml::node& n, const std::string& where) {
+  auto v = n.value<int64_t>();
+  if (!v || *v < 0 || *v > 0xfffffffe) return bad(where, "every entry must be a uid (0 to 4294967294)");
+  return uint32_t(*v);
+}
+
+Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const TenantDefaults& d) {
   static const std::set<std::string> known = {"name", "uids", "rate_bytes", "rate_ops", "qp_rate_bytes",
-                                              "qp_rate_ops", "max_qps", "max_reg_bytes", "path"};
+                                              "qp_rate_ops", "max_qps", "max_mrs", "max_reg_bytes", "path"};
   for (auto&& [k, v] : t)
     if (!known.count(std::string(k.str())))
       return bad(where, fmt::format("unknown key \"{}\" (keys: name, uids, rate_bytes, rate_ops, qp_rate_bytes, qp_rate_ops, "
-                                                "max_qps, max_reg_bytes, path)",
+                                                "max_qps, max_mrs, max_reg_bytes, path)",
                                     k.str()));
   Tenant out;
   auto name = t["name"].value<std::string>();
@@ -55,24 +64,28 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where) {
   const toml::array* uids = t["uids"].as_array();
   if (!uids || uids->empty()) return bad(where + ".uids", "must be a non-empty list of uids, e.g. uids = [1000]");
   for (auto& u : *uids) {
-    auto v = u.value<int64_t>();
-    if (!v || *v < 0 || *v > 0xfffffffe) return bad(where + ".uids", "every entry must be a uid (0 to 4294967294)");
-    out.uids.push_back(uint32_t(*v));
+    auto v = uid_field(u, where + ".uids");
+    if (!v) return v.status();
+    out.uids.push_back(*v);
   }
   auto take = [&](Result<uint64_t> r, uint64_t& into) -> Status {
     if (!r) return r.status();
     into = *r;
     return {};
   };
-  uint64_t qps = 0;
+  uint64_t qps = 0, mrs = 0;
   if (Status s = take(size_field(t.get("rate_bytes"), where + ".rate_bytes"), out.rate_bytes); !s) return s;
   if (Status s = take(count_field(t.get("rate_ops"), where + ".rate_ops", 1ull << 40), out.rate_ops); !s) return s;
   if (Status s = take(size_field(t.get("qp_rate_bytes"), where + ".qp_rate_bytes"), out.qp_rate_bytes); !s) return s;
   if (Status s = take(count_field(t.get("qp_rate_ops"), where + ".qp_rate_ops", 1ull << 40), out.qp_rate_ops); !s)
     return s;
-  if (Status s = take(count_field(t.get("max_qps"), where + ".max_qps", 1u << 20), qps); !s) return s;
-  if (Status s = take(size_field(t.get("max_reg_bytes"), where + ".max_reg_bytes"), out.max_reg_bytes); !s) return s;
+  if (Status s = take(count_field(t.get("max_qps"), where + ".max_qps", 1u << 20, d.max_qps), qps); !s) return s;
+  if (Status s = take(count_field(t.get("max_mrs"), where + ".max_mrs", 1u << 20, d.max_mrs), mrs); !s) return s;
+  if (Status s = take(size_field(t.get("max_reg_bytes"), where + ".max_reg_bytes", d.max_reg_bytes), out.max_reg_bytes);
+      !s)
+    return s;
   out.max_qps = uint32_t(qps);
+  out.max_mrs = uint32_t(mrs);
   if (const toml::node* p = t.get("path")) {
     auto v = p->value<std::string>();
     if (!v || (*v != "direct" && *v != "router"))
@@ -82,7 +95,40 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where) {
   return out;
 }
 
+Result<RouterLimits> router_of(const toml::table& t, const std::string& where) {
+  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid"};
+  for (auto&& [k, v] : t)
+    if (!known.count(std::string(k.str())))
+      return bad(where, fmt::format("unknown key \"{}\" (keys: admin_uids, max_clients_per_uid)", k.str()));
+  RouterLimits out;
+  if (const toml::node* a = t.get("admin_uids")) {
+    const toml::array* arr = a->as_array();
+    if (!arr) return bad(where + ".admin_uids", "must be a list of uids, e.g. admin_uids = [1000]");
+    for (auto& u : *arr) {
+      auto v = uid_field(u, where + ".admin_uids");
+      if (!v) return v.status();
+      out.admin_uids.push_back(*v);
+    }
+  }
+  auto n = count_field(t.get("max_clients_per_uid"), where + ".max_clients_per_uid", 1u << 16, out.max_clients_per_uid);
+  if (!n) return n.status();
+  if (*n == 0) return bad(where + ".max_clients_per_uid", "must be an integer from 1 to 65536");
+  out.max_clients_per_uid = uint32_t(*n);
+  return out;
+}
+
 }  // namespace
+
+TenantDefaults tenant_defaults() {
+  TenantDefaults d;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  d.max_reg_bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 4 : (1ull << 30);
+  return d;
+}
+
+bool RouterLimits::is_admin(uint32_t uid) const {
+  return uid == 0 || std::find(admin_uids.begin(), admin_uids.end(), uid) != admin_uids.end();
+}
 
 Result<Tenants> Tenants::parse(const std::string& text, const std::string& origin) {
   toml::table root;
@@ -92,20 +138,29 @@ Result<Tenants> Tenants::parse(const std::string& text, const std::string& origi
     return Status(Errc::invalid_argument, fmt::format("{}: line {}: {}", origin, e.source().begin.line, e.description()));
   }
   for (auto&& [k, v] : root)
-    if (k.str() != "tenant")
-      return bad(origin, fmt::format("unknown table \"{}\"; a config holds [[tenant]] entries only", k.str()));
+    if (k.str() != "tenant" && k.str() != "router")
+      return bad(origin, fmt::format("unknown table \"{}\"; a config holds [[tenant]] entries and a [router] table", k.str()));
   const toml::array* arr = root["tenant"].as_array();
-  if (!arr || arr->empty()) return bad(origin, "no [[tenant]] entry; without a config every uid is its own tenant");
+  bool has_router = root.get("router") != nullptr;
+  if ((!arr || arr->empty()) && !has_router)
+    return bad(origin, "no [[tenant]] entry and no [router] table; without a config every uid is its own tenant");
   Tenants out;
-  out.from_config_ = true;
+  out.from_config_ = arr && !arr->empty();  // a [router] table alone keeps every uid its own tenant
   out.origin_ = origin;
+  if (const toml::node* r = root.get("router")) {
+    const toml::table* t = r->as_table();
+    if (!t) return bad(origin + ": router", "must be a table ([router])");
+    auto limits = router_of(*t, origin + ": router");
+    if (!limits) return limits.status();
+    out.router_ = std::move(*limits);
+  }
   std::set<std::string> names;
   std::set<uint32_t> uids;
-  for (size_t i = 0; i < arr->size(); ++i) {
+  for (size_t i = 0; arr && i < arr->size(); ++i) {
     std::string where = fmt::format("{}: tenant[{}]", origin, i);
     const toml::table* t = (*arr)[i].as_table();
     if (!t) return bad(where, "must be a table ([[tenant]])");
-    auto r = tenant_of(*t, where);
+    auto r = tenant_of(*t, where, out.defaults_);
     if (!r) return r.status();
     if (!names.insert(r->name).second) return bad(where + ".name", fmt::format("\"{}\" names two tenants", r->name));
     for (uint32_t u : r->uids)
@@ -128,6 +183,9 @@ Result<Tenant> Tenants::of_uid(uint32_t uid) const {
     Tenant t;
     t.name = fmt::format("uid-{}", uid);
     t.uids = {uid};
+    t.max_qps = defaults_.max_qps;
+    t.max_mrs = defaults_.max_mrs;
+    t.max_reg_bytes = defaults_.max_reg_bytes;
     return t;
   }
   for (const auto& t : list_)

@@ -9,11 +9,17 @@
 //   rate_ops = 100000      # work requests per second (0 or absent: unlimited)
 //   qp_rate_bytes = "100M" # the same, for each of its QPs alone (0 or absent: unlimited)
 //   qp_rate_ops = 10000
-//   max_qps = 16           # (0 or absent: unlimited)
-//   max_reg_bytes = "4G"   # registered memory at once (0 or absent: unlimited)
+//   max_qps = 16           # QPs at once (absent: 1024; 0: unlimited)
+//   max_mrs = 256          # memory regions at once (absent: 4096; 0: unlimited)
+//   max_reg_bytes = "4G"   # registered memory at once (absent: a quarter of the host's; 0: unlimited)
 //   path = "direct"        # same-host peers: "direct" (the default) or "router"
 //
-// Without a config every uid is a tenant of its own, named uid-<n>, with no limits.
+//   [router]               # optional: the router's own limits
+//   admin_uids = [1000]    # besides root, who sees every tenant's statistics
+//   max_clients_per_uid = 64  # connections one uid holds at once (absent: 64)
+//
+// Without a config every uid is a tenant of its own, named uid-<n>, with the default limits: a
+// router shared by strangers is never unlimited unless its config says so.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,14 +35,30 @@ struct Tenant {
   uint64_t rate_bytes = 0, rate_ops = 0;  // per second; 0: unlimited
   uint64_t qp_rate_bytes = 0, qp_rate_ops = 0;  // per QP, per second; 0: unlimited
   uint32_t max_qps = 0;                   // 0: unlimited
+  uint32_t max_mrs = 0;                   // 0: unlimited
   uint64_t max_reg_bytes = 0;             // 0: unlimited
   bool direct = true;                     // same-host peers may map each other's regions
   bool rate_limited() const { return rate_bytes || rate_ops || qp_rate_bytes || qp_rate_ops; }
 };
 
+// What a tenant gets where its config says nothing (and every tenant without a config).
+struct TenantDefaults {
+  uint32_t max_qps = 1024;
+  uint32_t max_mrs = 4096;
+  uint64_t max_reg_bytes = 0;  // set from the host's memory: a quarter of it
+};
+TenantDefaults tenant_defaults();
+
+// The router's own limits, from the config's [router] table.
+struct RouterLimits {
+  std::vector<uint32_t> admin_uids;  // see every tenant's statistics (root always does)
+  uint32_t max_clients_per_uid = 64;
+  bool is_admin(uint32_t uid) const;
+};
+
 class Tenants {
  public:
-  // Every uid its own tenant, unlimited.
+  // Every uid its own tenant, with the default limits.
   Tenants() = default;
   // Parses a config's text; `origin` names it in errors ("--config /etc/vrdma.toml").
   static Result<Tenants> parse(const std::string& text, const std::string& origin);
@@ -46,9 +68,12 @@ class Tenants {
   Result<Tenant> of_uid(uint32_t uid) const;
   const std::vector<Tenant>& configured() const { return list_; }
   bool from_config() const { return from_config_; }
+  const RouterLimits& router() const { return router_; }
 
  private:
   std::vector<Tenant> list_;
+  RouterLimits router_;
+  TenantDefaults defaults_ = tenant_defaults();
   bool from_config_ = false;
   std::string origin_;
 };

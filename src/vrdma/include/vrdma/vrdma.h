@@ -127,6 +127,7 @@ enum vrdma_wc_status {
   VRDMA_WC_REM_INV_REQ_ERR,  /* a SEND longer than the receive it met */
   VRDMA_WC_REM_OP_ERR,       /* the peer is gone */
   VRDMA_WC_GENERAL_ERR,
+  VRDMA_WC_LOC_QP_OP_ERR,    /* a request the QP cannot carry out: an unknown opcode, a message over 2^31 B */
 };
 
 enum vrdma_wc_opcode {

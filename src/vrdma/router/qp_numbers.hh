@@ -1,0 +1,33 @@
+#pragma once
+// QP (and SRQ) numbers that are never issued twice in a router's life. Verbs gives a QP number
+// 24 bits, and programs print and parse it as six hex digits, so the number cannot simply grow
+// wider. Instead the n-th number is a keyed permutation of n over the 24-bit space: numbers look
+// random (an address learned from one QP says nothing about the next), no two are ever equal, and
+// after 2^24 - 1 of them the router refuses further QPs rather than reuse one. A peer that still
+// names a destroyed QP's number therefore names nothing, never somebody's new QP.
+#include <array>
+#include <cstdint>
+#include <optional>
+
+namespace rb::vrdma {
+
+class QpNumbers {
+ public:
+  static constexpr uint32_t kBits = 24;
+  static constexpr uint32_t kMask = (1u << kBits) - 1;
+
+  // Keys the permutation from the kernel's random source.
+  QpNumbers();
+  // With a given key (tests).
+  explicit QpNumbers(const std::array<uint16_t, 4>& key) : key_(key) {}
+  // The next number, never 0 and never one issued before; nullopt once the space is spent.
+  std::optional<uint32_t> next();
+  uint64_t issued() const { return counter_; }
+
+ private:
+  uint32_t permute(uint32_t n) const;  // a bijection on [0, 2^24)
+  std::array<uint16_t, 4> key_{};
+  uint32_t counter_ = 0;
+};
+
+}  // namespace rb::vrdma

@@ -1,0 +1,258 @@
+"""vrdmad shared by tenants who do not trust each other: each test runs a hostile or buggy tenant
+(tests/vrdma/vrdma_hostile.c, mostly as uid nobody) against a real router, and checks what the
+router promises: no tenant reaches another's QPs, no request costs the router more than its own
+work, the well-behaved tenant is served meanwhile, nothing is held without limit."""
+import os
+import resource
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run, wait_for_text
+from test_vrdma_router import BUILD, CTL, NOBODY, VRDMAD, as_root, cpu_seconds, router, world  # noqa: F401
+
+HOSTILE = str(BUILD / "vrdma_hostile")
+WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR = 0, 3, 9
+
+
+def hostile(sock, *args, user=None, timeout=120):
+    p = run([HOSTILE, sock, *map(str, args)], timeout=timeout, user=user)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return dict(kv.split("=", 1) for kv in p.stdout.split() if "=" in kv)
+
+
+def start_ping(sock, seconds):
+    """The well-behaved tenant (root): a connection, a PD and a router-path WRITE every millisecond."""
+    return subprocess.Popen([HOSTILE, sock, "ping", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def ping_result(p):
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, out + err
+    return dict(kv.split("=", 1) for kv in out.split())
+
+
+def assert_served(result, stall_ms=100):
+    assert int(result["failed"]) == 0 and int(result["rounds"]) > 0, result
+    assert float(result["worst_ms"]) < stall_ms, result
+
+
+@as_root
+def test_a_qp_number_is_never_issued_twice(router):
+    """A destroyed QP's number is never reissued: a peer that still names it reaches nothing, never
+    another tenant's new QP. 15,000 QPs drawn from 24 random bits would repeat (birthday bound:
+    99.9%); the router's numbers are a keyed permutation of a counter."""
+    r = router()
+    out = hostile(r.sock, "qp-churn", 15000, user=NOBODY)
+    assert out["issued"] == out["distinct"] == "15000", out
+
+
+@as_root
+def test_an_unknown_opcode_fails_and_is_never_carried_out(router):
+    """A request with opcode 99 written straight into the send ring (laid out as a compare-and-swap
+    on the tenant's own region) completes with a local QP operation error; the QP then flushes."""
+    r = router()
+    out = hostile(r.sock, "bad-opcode", user=NOBODY)
+    assert int(out["status"]) == WC_LOC_QP_OP_ERR and int(out["next"]) == WC_WR_FLUSH_ERR, out
+
+
+@as_root
+def test_a_message_over_2_gib_is_refused_and_rate_bytes_holds(router):
+    """rate_bytes charged a 32-bit copy of a message's length, so 4 GiB + 4 KiB went free under a
+    10 MB/s limit. A message is at most 2^31 B, as in verbs."""
+    r = router(f'[[tenant]]\nname = "t"\nuids = [{NOBODY}]\nrate_bytes = "10M"\nmax_reg_bytes = "8G"\n')
+    out = hostile(r.sock, "huge-write", user=NOBODY)
+    assert int(out["status"]) == WC_LOC_QP_OP_ERR, out
+
+
+def host_memory():
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@as_root
+def test_registration_is_limited_by_default_and_stalls_nobody(router):
+    """Without a config a tenant may register a quarter of the host's memory, and the router never
+    populates a client's memory on the thread every tenant shares: a 4 GiB registration once held
+    it for seconds, and 1 TiB ran the host out of memory."""
+    r = router()
+    ping = start_ping(r.sock, 3)
+    time.sleep(0.5)
+    big = min(4 << 30, host_memory() // 8)
+    assert hostile(r.sock, "reg", big, user=NOBODY)["errno"] == "0"
+    huge = run([HOSTILE, r.sock, "reg", str(1 << 40)], timeout=30, user=NOBODY)
+    assert "reg errno=12" in huge.stdout and "max_reg_bytes of" in huge.stdout, huge.stdout
+    assert_served(ping_result(ping))
+
+
+@as_root
+def test_a_throttled_tenant_costs_the_router_its_own_work(router):
+    """1,000 ops/s, posted as fast as they complete, once cost the router a whole core: a request
+    that waits for tokens is looked at again a millisecond later, never spun on."""
+    r = router(f'[[tenant]]\nname = "slow"\nuids = [{NOBODY}]\nrate_ops = 1000\n')
+    before = cpu_seconds(r.proc.pid)
+    out = hostile(r.sock, "flood", 2, user=NOBODY)
+    used = cpu_seconds(r.proc.pid) - before
+    assert 1500 <= int(out["ops"]) <= 2600, out  # the limit holds: 1,000/s and a 50 ms burst
+    assert used < 0.5, f"the router used {used:.2f} s of CPU over 2 s for {out['ops']} throttled ops"
+
+
+@as_root
+def test_a_request_to_a_peer_that_never_connects_is_not_spun_on(router):
+    r = router()
+    before = cpu_seconds(r.proc.pid)
+    assert hostile(r.sock, "stuck", 2, user=NOBODY)["posted"] == "16"
+    used = cpu_seconds(r.proc.pid) - before
+    assert used < 0.3, f"the router used {used:.2f} s of CPU over 2 s on requests that cannot move"
+
+
+def limited_router(router, world, nofile=1024, **kw):
+    """A router under a descriptor limit every attack can reach (the common 1024)."""
+    return router(wrap=["prlimit", f"--nofile={nofile}:{nofile}"], **kw)
+
+
+@as_root
+def test_register_churn_does_not_exhaust_the_routers_descriptors(router, world):
+    """Each released region kept its memfd for 10 s: 3,000 register/deregister cycles took every
+    descriptor under a 1024 limit, and other tenants' registrations failed. A region nothing
+    outside the router can still reach goes at once."""
+    r = limited_router(router, world)
+    out = hostile(r.sock, "mr-churn", 3000, 65536, user=NOBODY)
+    assert out["failed"] == "0", out
+    assert hostile(r.sock, "reg", 4096)["errno"] == "0"
+    assert len(os.listdir(f"/proc/{r.proc.pid}/fd")) < 64
+
+
+@as_root
+def test_regions_held_for_other_hosts_count_against_their_tenant(router, world, free_port):
+    """With --listen a released region is held a few seconds (an RMA of another host's router may
+    still land): it counts against the tenant that released it, so churn holds no more than its
+    max_reg_bytes, and other tenants are not touched."""
+    r = router(f'[[tenant]]\nname = "churner"\nuids = [{NOBODY}]\nmax_reg_bytes = "1M"\n'
+               f'[[tenant]]\nname = "root"\nuids = [0]\n',
+               extra=["--listen", f"127.0.0.1:{free_port}"])
+    out = hostile(r.sock, "mr-churn", 100, 65536, user=NOBODY)
+    assert int(out["failed"]) >= 80 and out["errno"] == "12", out  # 16 fit, then the held ones count
+    churner = r.stats()["churner"]
+    assert churner["mrs"] == 0 and churner["reg_bytes"] == 0
+    assert hostile(r.sock, "reg", 4 << 20)["errno"] == "0"
+
+
+@as_root
+def test_released_regions_are_swept_while_the_router_is_idle(router, free_port):
+    """A region held for other hosts' routers goes when its grace ends, even if nothing wakes the
+    router (it was swept only when some event came)."""
+    r = router(extra=["--listen", f"127.0.0.1:{free_port}"])
+    assert hostile(r.sock, "mr-churn", 4, 1 << 20, user=NOBODY)["failed"] == "0"
+
+    def held():
+        return sum("memfd:vrdma-uid-" in line for line in Path(f"/proc/{r.proc.pid}/maps").read_text().splitlines())
+
+    assert held() == 4
+    deadline = time.time() + 8
+    while held() and time.time() < deadline:
+        time.sleep(0.2)
+    assert held() == 0
+
+
+@as_root
+def test_a_tenant_sees_only_its_own_statistics(router):
+    r = router(f'[router]\nadmin_uids = [{NOBODY + 1}]\n')
+    assert run([HOSTILE, r.sock, "reg", "4096"], timeout=30).returncode == 0  # root's tenant: uid-0
+    mine = run([CTL, "--socket", r.sock, "stats"], timeout=10, user=NOBODY)
+    assert mine.returncode == 0, mine.stderr
+    rows = [line.split()[0] for line in mine.stdout.splitlines()[1:] if not line.startswith(("router:", "link:"))]
+    assert rows == [f"uid-{NOBODY}"], mine.stdout
+    everyone = run([CTL, "--socket", r.sock, "stats"], timeout=10)
+    assert "uid-0" in everyone.stdout and f"uid-{NOBODY}" in everyone.stdout
+
+
+def speak(sock_path):
+    """A client that speaks the control protocol itself (src/vrdma/proto/control.hh): hello, then a PD."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sock_path)
+    s.settimeout(5)
+    seq = iter(range(1, 1000))
+
+    def ask(mtype, body=b"", fds=()):
+        packet = struct.pack("<IHHII", 0x31445256, 4, mtype, next(seq), len(body)) + body
+        socket.send_fds(s, [packet], list(fds))
+        reply = s.recv(4096)
+        return struct.unpack_from("<H", reply, 6)[0], reply[16:]
+
+    t, _ = ask(1, struct.pack("<II", os.getpid(), 0))
+    assert t == 2  # welcome
+    t, body = ask(4)
+    assert t == 9  # handle
+    return s, ask, struct.unpack_from("<I", body)[0]
+
+
+@pytest.mark.parametrize("what", ["pipe", "socket", "unsealed memfd"])
+def test_reg_mr_with_memory_that_is_not_a_sealed_memfd_is_einval(router, what):
+    r = router()
+    s, ask, pd = speak(r.sock)
+    if what == "pipe":
+        fd, other = os.pipe()
+    elif what == "socket":
+        a, b = socket.socketpair()
+        fd, other = a.fileno(), b.fileno()
+    else:
+        fd = os.memfd_create("plain")
+        os.ftruncate(fd, 4096)
+        other = None
+    t, body = ask(6, struct.pack("<IIQQ", pd, 1, 4096, 0x7f0000000000), fds=[fd])
+    assert t == 3, t  # error
+    err, message = struct.unpack_from("<i200s", body)
+    assert err == 22, (err, message)  # EINVAL: the descriptor is wrong, not the memory short
+    s.close()
+
+
+def hold_idle_connections(sock, count, seconds):
+    """uid nobody opens `count` connections that never say hello, and holds them."""
+    def drop_privileges():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count + 64, count + 64))
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    code = (f"import socket, time\nheld = []\nfor _ in range({count}):\n"
+            f"    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+            f"    try:\n        s.connect({sock!r}); held.append(s)\n    except OSError:\n        pass\n"
+            f"print(len(held), flush=True)\ntime.sleep({seconds})\n")
+    return subprocess.Popen(["python3", "-c", code], preexec_fn=drop_privileges, stdout=subprocess.PIPE, text=True)
+
+
+@as_root
+def test_idle_connections_of_one_uid_cost_others_nothing(router, world):
+    """1,100 connections from one uid that never say hello, against a router limited to 1,024
+    descriptors: it once spun at 100% and wrote millions of log lines while the well-behaved tenant
+    waited. Now one uid holds at most max_clients_per_uid connections, one that says nothing is
+    dropped after 2 s, and repeated log lines are limited."""
+    r = limited_router(router, world)
+    attack = hold_idle_connections(r.sock, 1100, 3)
+    time.sleep(1)
+    ping = start_ping(r.sock, 2)
+    assert_served(ping_result(ping))
+    out, _ = attack.communicate(timeout=30)
+    assert attack.returncode == 0
+    lines = [line for line in r.log.read_text().splitlines() if f"uid {NOBODY}" in line or "descriptors" in line]
+    assert len(lines) < 50, f"{len(lines)} log lines about the attack"
+    assert any("max_clients_per_uid" in line for line in lines)
+
+
+def test_a_connection_over_the_uids_cap_is_refused_with_the_reason(router, world):
+    r = router('[router]\nmax_clients_per_uid = 1\n')
+    ready = world / "ready"
+    held = subprocess.Popen([str(BUILD / "vrdma_client"), r.sock, "pd", f"wait:{ready}"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 10
+    while not ready.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    second = run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10)
+    held.communicate(input="", timeout=10)
+    assert second.returncode == 1
+    assert "refused the connection: uid" in second.stdout and "max_clients_per_uid" in second.stdout, second.stdout
+    assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0  # its slot came free

@@ -1,0 +1,324 @@
+/* A hostile or buggy tenant of vrdmad, for the e2e security tests: each mode does one thing the
+ * router must survive, and prints what came of it, one "key=value ..." line. Written against
+ * the public C header; the ring scribbles find the QP's memory the way any process can, in
+ * /proc/self/maps.
+ *
+ *   vrdma_hostile SOCKET qp-churn N        create and destroy N QPs: "issued=N distinct=D"
+ *   vrdma_hostile SOCKET reg BYTES         one region: "reg errno=E ms=T"
+ *   vrdma_hostile SOCKET mr-churn N BYTES  N register/deregister cycles: "cycles=N failed=F errno=E"
+ *   vrdma_hostile SOCKET bad-opcode        a router-path request with opcode 99 written into the
+ *                                          send ring, then a good WRITE: "status=S next=S2"
+ *   vrdma_hostile SOCKET huge-write        a router-path WRITE of 4 GiB + 4 KiB (two SGEs over
+ *                                          one 2 GiB region): "status=S ms=T"
+ *   vrdma_hostile SOCKET flood SECONDS     router-path WRITEs posted as fast as they complete for
+ *                                          SECONDS (a throttled tenant): "ops=N"
+ *   vrdma_hostile SOCKET stuck SECONDS     router-path WRITEs to a QP that never connects back, left
+ *                                          waiting for SECONDS: "posted=N"
+ *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
+ *                                          connection, a PD and a router-path WRITE, timed:
+ *                                          "rounds=N failed=F worst_ms=W"
+ *
+ * Exit 0 when the mode ran (whatever the router answered), 1 when the API misbehaved.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vrdma/vrdma.h>
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int die(const char* what) {
+  fprintf(stderr, "vrdma_hostile: %s: %s\n", what, vrdma_last_error());
+  return 1;
+}
+
+static int cmp_u32(const void* a, const void* b) {
+  uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;
+  return x < y ? -1 : x > y;
+}
+
+static int qp_churn(struct vrdma_context* ctx, long n) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
+  if (!cq) return die("setup");
+  uint32_t* nums = calloc((size_t)n, sizeof *nums);
+  struct vrdma_qp_init_attr at = {cq, cq, 4, 4, 0, 0, 0, NULL};
+  for (long i = 0; i < n; ++i) {
+    struct vrdma_qp* qp = vrdma_create_qp(pd, &at);
+    if (!qp) return die("create_qp");
+    nums[i] = vrdma_qp_num(qp);
+    vrdma_destroy_qp(qp);
+  }
+  qsort(nums, (size_t)n, sizeof *nums, cmp_u32);
+  long distinct = n > 0;
+  for (long i = 1; i < n; ++i) distinct += nums[i] != nums[i - 1];
+  printf("issued=%ld distinct=%ld\n", n, distinct);
+  return 0;
+}
+
+static int reg(struct vrdma_context* ctx, size_t bytes) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  if (!pd) return die("pd");
+  double t0 = now_ms();
+  struct vrdma_mr* mr = vrdma_alloc_mr(pd, bytes, VRDMA_ACCESS_LOCAL_WRITE);
+  printf("reg errno=%d ms=%.1f why=%s\n", mr ? 0 : errno, now_ms() - t0, mr ? "" : vrdma_last_error());
+  return 0;
+}
+
+static int mr_churn(struct vrdma_context* ctx, long n, size_t bytes) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  if (!pd) return die("pd");
+  long failed = 0;
+  int last = 0;
+  for (long i = 0; i < n; ++i) {
+    struct vrdma_mr* mr = vrdma_alloc_mr(pd, bytes, VRDMA_ACCESS_LOCAL_WRITE);
+    if (!mr) {
+      ++failed;
+      last = errno;
+      continue;
+    }
+    vrdma_dereg_mr(mr);
+  }
+  printf("cycles=%ld failed=%ld errno=%d\n", n, failed, last);
+  return 0;
+}
+
+struct pair {
+  struct vrdma_pd* pd;
+  struct vrdma_cq* cq;
+  struct vrdma_qp *a, *b;
+};
+
+/* Two router-path QPs of this process connected to each other. */
+static int router_pair(struct vrdma_context* ctx, struct pair* p, uint32_t depth) {
+  p->pd = vrdma_alloc_pd(ctx);
+  p->cq = p->pd ? vrdma_create_cq(ctx, (int)depth * 2) : NULL;
+  if (!p->cq) return -1;
+  struct vrdma_qp_init_attr at = {p->cq, p->cq, depth, depth, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+  p->a = vrdma_create_qp(p->pd, &at);
+  p->b = vrdma_create_qp(p->pd, &at);
+  if (!p->a || !p->b) return -1;
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(p->a, aa, sizeof aa);
+  vrdma_qp_address(p->b, ab, sizeof ab);
+  return vrdma_connect_qp(p->a, ab, sizeof ab) || vrdma_connect_qp(p->b, aa, sizeof aa) ? -1 : 0;
+}
+
+static int wait_one(struct vrdma_cq* cq, struct vrdma_wc* wc) {
+  double until = now_ms() + 10000;
+  while (now_ms() < until) {
+    int n = vrdma_poll_cq(cq, 1, wc);
+    if (n < 0) return -1;
+    if (n == 1) return 0;
+  }
+  return -1;
+}
+
+static int post_write(struct vrdma_qp* qp, struct vrdma_mr* src, struct vrdma_mr* dst, uint32_t len, uint64_t id) {
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, len, src->lkey};
+  struct vrdma_send_wr wr = {0};
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_RDMA_WRITE;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  wr.remote_addr = (uint64_t)(uintptr_t)dst->addr;
+  wr.rkey = dst->rkey;
+  struct vrdma_send_wr* bad = NULL;
+  return vrdma_post_send(qp, &wr, &bad);
+}
+
+/* The send ring, laid out as src/vrdma/proto/qp_layout.hh and src/core/spsc_ring.hh say, of the
+ * QP memory in this process whose ring has had `pushed` requests: what an owner may scribble on. */
+struct ring {
+  volatile uint64_t *head, *tail;
+  uint8_t* slots;
+  uint64_t capacity, slot;
+};
+
+static int find_send_ring(struct ring* r, uint64_t pushed) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512];
+  int found = -1;
+  while (f && found && fgets(line, sizeof line, f)) {
+    if (!strstr(line, "memfd:vrdma-qp")) continue;
+    uint8_t* base = (uint8_t*)(uintptr_t)strtoull(line, NULL, 16);
+    uint64_t send_off;
+    memcpy(&send_off, base + 64, 8); /* QpHeader.send_ring_off */
+    uint8_t* ring = base + send_off;
+    uint32_t slot_size;
+    memcpy(&slot_size, ring + 8, 4);
+    memcpy(&r->capacity, ring + 16, 8);
+    r->slot = slot_size;
+    r->head = (volatile uint64_t*)(ring + 64);
+    r->tail = (volatile uint64_t*)(ring + 128);
+    r->slots = ring + 192;
+    if (*r->tail == pushed) found = 0;
+  }
+  if (f) fclose(f);
+  return found;
+}
+
+static int bad_opcode(struct vrdma_context* ctx) {
+  struct pair p;
+  if (router_pair(ctx, &p, 16)) return die("pair");
+  struct vrdma_mr* mr = vrdma_alloc_mr(p.pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE |
+                                                        VRDMA_ACCESS_REMOTE_ATOMIC);
+  if (!mr) return die("mr");
+  /* One good WRITE on A first: A's ring is then the one that has had a request. */
+  struct vrdma_wc w0, w1, w2;
+  if (post_write(p.a, mr, mr, 64, 76) || wait_one(p.cq, &w0)) return die("first write");
+  struct ring r;
+  if (find_send_ring(&r, 1)) return die("no QP memory in /proc/self/maps");
+  uint64_t t = *r.tail;
+  uint8_t* e = r.slots + (t & (r.capacity - 1)) * r.slot;
+  memset(e, 0, r.slot);
+  uint64_t wr_id = 77;
+  memcpy(e, &wr_id, 8);
+  /* Laid out as a compare-and-swap on our own region would be, but with opcode 99, none of
+   * vrdma's: a router that took it for an atomic would carry it out. */
+  uint64_t remote = (uint64_t)(uintptr_t)mr->addr + 8, local = (uint64_t)(uintptr_t)mr->addr + 16;
+  uint32_t rkey = mr->rkey, lkey = mr->lkey, nsge = 1, len = 8;
+  memcpy(e + 8, &remote, 8);  /* remote_addr */
+  memcpy(e + 32, &rkey, 4);   /* rkey */
+  memcpy(e + 40, &nsge, 4);   /* nsge */
+  e[44] = 99;                 /* opcode */
+  e[45] = 1;                  /* signaled */
+  memcpy(e + 48, &local, 8);  /* sge[0] */
+  memcpy(e + 56, &len, 4);
+  memcpy(e + 60, &lkey, 4);
+  __atomic_store_n(r.tail, t + 1, __ATOMIC_RELEASE);
+  if (post_write(p.a, mr, mr, 64, 78)) return die("post_send");
+  if (wait_one(p.cq, &w1) || wait_one(p.cq, &w2)) return die("no completion");
+  printf("status=%d next=%d wr_id=%llu\n", w1.status, w2.status, (unsigned long long)w1.wr_id);
+  return 0;
+}
+
+static int huge_write(struct vrdma_context* ctx) {
+  struct pair p;
+  if (router_pair(ctx, &p, 16)) return die("pair");
+  size_t half = (2ull << 30) + 2048;
+  struct vrdma_mr* src = vrdma_alloc_mr(p.pd, half, VRDMA_ACCESS_LOCAL_WRITE);
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(p.pd, 2 * half, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE) : NULL;
+  if (!dst) return die("regions");
+  struct vrdma_sge sge[2] = {{(uint64_t)(uintptr_t)src->addr, (uint32_t)half, src->lkey},
+                             {(uint64_t)(uintptr_t)src->addr, (uint32_t)half, src->lkey}};
+  struct vrdma_send_wr wr = {0};
+  wr.wr_id = 1;
+  wr.sg_list = sge;
+  wr.num_sge = 2;
+  wr.opcode = VRDMA_WR_RDMA_WRITE;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  wr.remote_addr = (uint64_t)(uintptr_t)dst->addr;
+  wr.rkey = dst->rkey;
+  struct vrdma_send_wr* bad = NULL;
+  double t0 = now_ms();
+  if (vrdma_post_send(p.a, &wr, &bad)) return die("post_send");
+  struct vrdma_wc w;
+  if (wait_one(p.cq, &w)) return die("no completion");
+  printf("status=%d ms=%.0f byte_len=%u\n", w.status, now_ms() - t0, w.byte_len);
+  return 0;
+}
+
+static int flood(struct vrdma_context* ctx, double seconds) {
+  struct pair p;
+  if (router_pair(ctx, &p, 64)) return die("pair");
+  struct vrdma_mr* mr = vrdma_alloc_mr(p.pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE);
+  if (!mr) return die("mr");
+  long ops = 0, out = 0;
+  double until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    while (out < 32 && post_write(p.a, mr, mr, 64, (uint64_t)ops) == 0) ++out;
+    struct vrdma_wc w[32];
+    int n = vrdma_poll_cq(p.cq, 32, w);
+    if (n < 0) return die("poll");
+    out -= n;
+    ops += n;
+    if (n == 0) usleep(200); /* a real program would sleep on its CQ: this one leaves the core alone */
+  }
+  printf("ops=%ld\n", ops);
+  return 0;
+}
+
+static int stuck(struct vrdma_context* ctx, double seconds) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 64) : NULL;
+  struct vrdma_mr* mr = cq ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE) : NULL;
+  if (!mr) return die("setup");
+  struct vrdma_qp_init_attr at = {cq, cq, 16, 16, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+  struct vrdma_qp* a = vrdma_create_qp(pd, &at);
+  struct vrdma_qp* b = vrdma_create_qp(pd, &at);
+  if (!a || !b) return die("qps");
+  /* A connects to B; B never connects back: A's requests wait for a peer that never comes. */
+  unsigned char ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(b, ab, sizeof ab);
+  if (vrdma_connect_qp(a, ab, sizeof ab)) return die("connect");
+  long posted = 0;
+  for (int i = 0; i < 16 && post_write(a, mr, mr, 64, (uint64_t)i) == 0; ++i) ++posted;
+  usleep((useconds_t)(seconds * 1e6));
+  printf("posted=%ld\n", posted);
+  return 0;
+}
+
+static int ping(struct vrdma_context* ctx, const char* sock, double seconds) {
+  struct pair p;
+  if (router_pair(ctx, &p, 16)) return die("pair");
+  struct vrdma_mr* mr = vrdma_alloc_mr(p.pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE);
+  if (!mr) return die("mr");
+  long rounds = 0, failed = 0;
+  double worst = 0, until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    double t0 = now_ms();
+    struct vrdma_context* c2 = vrdma_open(sock);
+    struct vrdma_pd* pd = c2 ? vrdma_alloc_pd(c2) : NULL;
+    struct vrdma_wc w;
+    int ok = pd && post_write(p.a, mr, mr, 64, (uint64_t)rounds) == 0 && wait_one(p.cq, &w) == 0 &&
+             w.status == VRDMA_WC_SUCCESS;
+    if (pd) vrdma_dealloc_pd(pd);
+    if (c2) vrdma_close(c2);
+    double dt = now_ms() - t0;
+    if (dt > worst) worst = dt;
+    failed += !ok;
+    ++rounds;
+    usleep(1000);
+  }
+  printf("rounds=%ld failed=%ld worst_ms=%.1f\n", rounds, failed, worst);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: vrdma_hostile SOCKET MODE [ARGS]\n");
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  struct vrdma_context* ctx = vrdma_open(argv[1]);
+  if (!ctx) return die("open");
+  const char* mode = argv[2];
+  const char* a1 = argc > 3 ? argv[3] : "1";
+  int rc;
+  if (strcmp(mode, "qp-churn") == 0) rc = qp_churn(ctx, atol(a1));
+  else if (strcmp(mode, "reg") == 0) rc = reg(ctx, strtoull(a1, NULL, 10));
+  else if (strcmp(mode, "mr-churn") == 0) rc = mr_churn(ctx, atol(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 65536);
+  else if (strcmp(mode, "bad-opcode") == 0) rc = bad_opcode(ctx);
+  else if (strcmp(mode, "huge-write") == 0) rc = huge_write(ctx);
+  else if (strcmp(mode, "flood") == 0) rc = flood(ctx, atof(a1));
+  else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
+  else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
+  else {
+    fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);
+    rc = 2;
+  }
+  vrdma_close(ctx);
+  return rc;
+}
