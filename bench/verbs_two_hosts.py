@@ -36,8 +36,15 @@ class Host:
     def __init__(self, bed, side, d):
         self.bed, self.side, self.sock = bed, side, str(d / f"{side}.sock")
         self.addr = bed.addr(1, side)
+        # The routers prove the cluster's key to each other, as a deployment's do.
+        key, config = d / "link.key", d / "cluster.toml"
+        if not key.exists():
+            key.write_text(os.urandom(32).hex() + "\n")
+            key.chmod(0o600)
+            config.write_text(f'[router]\nlink_key = "{key}"\n')
         self.router = subprocess.Popen(bed.exec_argv(side, [str(BUILD / "vrdmad"), "--socket", self.sock, "--listen",
-                                                            f"{self.addr}:{ROUTER_PORT}", "--fabric", "ofi:tcp", "-q"]))
+                                                            f"{self.addr}:{ROUTER_PORT}", "--fabric", "ofi:tcp",
+                                                            "--config", str(config), "-q"]))
         for _ in range(100):
             if Path(self.sock).exists():
                 return

@@ -1,4 +1,6 @@
 // vrdmactl: asks this host's vrdma router about itself.
+#include <sys/random.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,10 @@ namespace {
 
 constexpr const char* kUsage = R"(vrdmactl: ask this host's vrdma router
   vrdmactl [--socket PATH] stats    per-tenant clients, PDs, MRs, registered bytes, requests, errors
+                                   (your tenant's; root and the config's admin_uids see every tenant)
+  vrdmactl link-key                a new link key for the routers of a cluster (64 hex digits, from
+                                   the kernel's random source): vrdmactl link-key > /etc/vrdma/link.key;
+                                   chmod 600 it, copy it to every router, name it in [router] link_key
 The socket defaults as libvrdma's does ($VRDMA_SOCKET, $XDG_RUNTIME_DIR/vrdma.sock, /run/vrdma/vrdma.sock).
 )";
 
@@ -26,7 +32,7 @@ int main(int argc, char** argv) {
     }
     if (a == "--socket" && i + 1 < argc) {
       socket = argv[++i];
-    } else if (command.empty() && a == "stats") {
+    } else if (command.empty() && (a == "stats" || a == "link-key")) {
       command = a;
     } else {
       std::fprintf(stderr, "vrdmactl: error: unexpected argument %s; vrdmactl --help\n", a.c_str());
@@ -34,8 +40,15 @@ int main(int argc, char** argv) {
     }
   }
   if (command.empty()) {
-    std::fprintf(stderr, "vrdmactl: error: no command; give one: stats\n");
+    std::fprintf(stderr, "vrdmactl: error: no command; give one: stats, link-key\n");
     return 2;
+  }
+  if (command == "link-key") {  // needs no router
+    unsigned char key[32];
+    if (getrandom(key, sizeof key, 0) != ssize_t(sizeof key)) return 1;
+    for (unsigned char b : key) std::printf("%02x", b);
+    std::printf("\n");
+    return 0;
   }
   vrdma_context* ctx = vrdma_open(socket);
   if (!ctx) {

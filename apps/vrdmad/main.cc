@@ -18,24 +18,28 @@
 namespace {
 
 constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the software NIC)
-  vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]...] [--threads N] [--quiet]
+  vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]... [--insecure-link]]
+         [--threads N] [--quiet]
 
   --socket PATH   the Unix socket clients connect to (default: $VRDMA_SOCKET, else
                   $XDG_RUNTIME_DIR/vrdma.sock, else /run/vrdma/vrdma.sock)
   --config FILE   tenants (TOML, [[tenant]] entries: name, uids, rate_bytes, rate_ops,
-                  qp_rate_bytes, qp_rate_ops, max_qps, max_reg_bytes, path); without it
-                  every uid is a tenant of its own, unlimited
+                  qp_rate_bytes, qp_rate_ops, max_qps, max_mrs, max_reg_bytes, path) and the
+                  router's own limits ([router]: admin_uids, max_clients_per_uid, link_key);
+                  without it every uid is a tenant of its own, with the default limits
   --listen HOST:PORT  where the routers of other hosts reach this one (a numeric address);
                   QPs whose peers are on other hosts take the router path over it
   --fabric ofi:PROVIDER  the libfabric provider routers talk over (default ofi:tcp, i.e.
                   tcp;ofi_rxm; ofi:verbs or ofi:efa where such a NIC is)
   --peer HOST:PORT  another host's router to link with at start (repeatable); routers named in
                   QP addresses are linked when a QP connects, peers or not
+  --insecure-link  with --listen and no link_key in the config: take link messages from anyone
+                  who reaches the port (a test bed); without it --listen needs the cluster's key
   --threads N     threads moving router-path bytes (default 1: the control thread does it
                   too; N > 1: N threads of their own share the same-host QPs)
   --quiet         no log lines
   --version       print the version
-Stops on SIGINT or SIGTERM, removing its socket.
+Stops on SIGINT or SIGTERM, removing its socket; SIGHUP reloads the link key file.
 )";
 
 // "ofi:tcp" -> "tcp;ofi_rxm": RDM over a connection-oriented provider goes through rxm.
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
   rb::vrdma::RouterOptions opts;
   opts.socket_path = rb::vrdma::default_socket_path();
   std::string config;
-  bool fabric_given = false;
+  bool fabric_given = false, insecure_link = false;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -68,6 +72,8 @@ int main(int argc, char** argv) {
     } else if (a == "--version") {
       fmt::print("vrdmad {}\n", RDMABENCH_VERSION);
       return 0;
+    } else if (a == "--insecure-link") {
+      insecure_link = true;
     } else if (a == "--quiet" || a == "-q") {
       opts.quiet = true;
     } else if (a == "--threads") {
@@ -107,6 +113,19 @@ int main(int argc, char** argv) {
     if (!t) return usage_error(t.status().message());
     opts.tenants = std::move(*t);
   }
+  const std::string& key_file = opts.tenants.router().link_key;
+  if (insecure_link && !opts.listen.port) return usage_error("--insecure-link needs --listen HOST:PORT: it is about the link there");
+  if (insecure_link && !key_file.empty())
+    return usage_error(fmt::format("--insecure-link with link_key {} in the config: give one or the other", key_file));
+  if (opts.listen.port && key_file.empty() && !insecure_link)
+    return usage_error("--listen needs the cluster's link key: name it in the config ([router] link_key = FILE; "
+                       "`vrdmactl link-key > FILE` makes one), or pass --insecure-link to take link messages from anyone");
+  if (!key_file.empty()) {
+    auto keys = rb::vrdma::load_link_keys(key_file);
+    if (!keys) return usage_error(keys.status().message());
+    opts.link_keys = std::move(*keys);
+    opts.link_key_file = key_file;
+  }
   std::filesystem::path dir = std::filesystem::path(opts.socket_path).parent_path();
   std::error_code ec;
   if (!dir.empty() && !std::filesystem::exists(dir, ec) && !std::filesystem::create_directories(dir, ec))
@@ -116,6 +135,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
   rb::UniqueFd sfd(signalfd(-1, &stop, SFD_CLOEXEC));
   auto router = rb::vrdma::Router::create(std::move(opts));

@@ -106,6 +106,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def cluster_config(d, config=""):
+    """`config` with a [router] table naming the cluster's link key, a file in `d` made once (mode
+    0600, as vrdmad requires) and shared by every router started with it."""
+    key = Path(d) / "link.key"
+    if not key.exists():
+        key.write_text(os.urandom(32).hex() + "\n")
+        key.chmod(0o600)
+    return f'{config}\n[router]\nlink_key = "{key}"\n'
+
+
 def run(cmd, timeout=120, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, rdmabench_path, run, wait_for_text
+from conftest import ROOT, cluster_config, rdmabench_path, run, wait_for_text
 
 sys.path.insert(0, str(ROOT / "tests" / "netns"))
 import testbed  # noqa: E402
@@ -63,11 +63,12 @@ class Host:
         self.bed, self.side = bed, side
         self.log.write_text("")
         argv = [VRDMAD, "--socket", str(self.sock)]
+        if listen:  # routers of a bed share the cluster's link key
+            config = cluster_config(d, config or "")
+            argv += ["--listen", listen, "--fabric", "ofi:tcp"]
         if config:
             (d / f"{name}.toml").write_text(config)
             argv += ["--config", str(d / f"{name}.toml")]
-        if listen:
-            argv += ["--listen", listen, "--fabric", "ofi:tcp"]
         self.router = subprocess.Popen(self.wrap(argv), stderr=open(self.log, "a"), stdout=subprocess.DEVNULL)
         wait_for_text(self.log, "serving on")
 

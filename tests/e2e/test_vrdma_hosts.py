@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, rdmabench_path, run, wait_for_text
+from conftest import ROOT, cluster_config, rdmabench_path, run, wait_for_text
 
 sys.path.insert(0, str(ROOT / "tests" / "netns"))
 import testbed  # noqa: E402
@@ -36,10 +36,16 @@ class Hosts:
         sock, log = self.dir / f"{side}.sock", self.dir / f"{side}.log"
         log.write_text("")
         argv = [VRDMAD, "--socket", str(sock), "--listen", f"{self.bed.addr(1, side)}:{ROUTER_PORT}",
-                "--fabric", "ofi:tcp"]
+                "--fabric", "ofi:tcp", "--config", str(self.config())]
         self.routers[side] = subprocess.Popen(self.bed.exec_argv(side, argv), stderr=open(log, "a"),
                                               stdout=subprocess.DEVNULL)
         wait_for_text(log, "serving on")
+
+    def config(self):
+        path = self.dir / "cluster.toml"
+        if not path.exists():
+            path.write_text(cluster_config(self.dir))
+        return path
 
     def log(self, side):
         return (self.dir / f"{side}.log").read_text()
@@ -144,7 +150,7 @@ def test_a_peer_router_is_linked_at_start(hosts):
     sock, log = hosts.dir / "p.sock", hosts.dir / "p.log"
     log.write_text("")
     argv = [VRDMAD, "--socket", str(sock), "--listen", f"{hosts.bed.addr(1, 'b')}:{ROUTER_PORT + 1}",
-            "--peer", f"{hosts.bed.addr(1, 'a')}:{ROUTER_PORT}"]
+            "--peer", f"{hosts.bed.addr(1, 'a')}:{ROUTER_PORT}", "--config", str(hosts.config())]
     p = subprocess.Popen(hosts.bed.exec_argv("b", argv), stderr=open(log, "a"), stdout=subprocess.DEVNULL)
     try:
         wait_for_text(log, "serving on")

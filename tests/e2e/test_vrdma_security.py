@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, wait_for_text
+from conftest import cluster_config, run, wait_for_text
 from test_vrdma_router import BUILD, CTL, NOBODY, VRDMAD, as_root, cpu_seconds, router, world  # noqa: F401
 
 HOSTILE = str(BUILD / "vrdma_hostile")
@@ -132,8 +132,8 @@ def test_regions_held_for_other_hosts_count_against_their_tenant(router, world, 
     """With --listen a released region is held a few seconds (an RMA of another host's router may
     still land): it counts against the tenant that released it, so churn holds no more than its
     max_reg_bytes, and other tenants are not touched."""
-    r = router(f'[[tenant]]\nname = "churner"\nuids = [{NOBODY}]\nmax_reg_bytes = "1M"\n'
-               f'[[tenant]]\nname = "root"\nuids = [0]\n',
+    r = router(cluster_config(world, f'[[tenant]]\nname = "churner"\nuids = [{NOBODY}]\nmax_reg_bytes = "1M"\n'
+                                     f'[[tenant]]\nname = "root"\nuids = [0]\n'),
                extra=["--listen", f"127.0.0.1:{free_port}"])
     out = hostile(r.sock, "mr-churn", 100, 65536, user=NOBODY)
     assert int(out["failed"]) >= 80 and out["errno"] == "12", out  # 16 fit, then the held ones count
@@ -143,10 +143,10 @@ def test_regions_held_for_other_hosts_count_against_their_tenant(router, world, 
 
 
 @as_root
-def test_released_regions_are_swept_while_the_router_is_idle(router, free_port):
+def test_released_regions_are_swept_while_the_router_is_idle(router, world, free_port):
     """A region held for other hosts' routers goes when its grace ends, even if nothing wakes the
     router (it was swept only when some event came)."""
-    r = router(extra=["--listen", f"127.0.0.1:{free_port}"])
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     assert hostile(r.sock, "mr-churn", 4, 1 << 20, user=NOBODY)["failed"] == "0"
 
     def held():
@@ -256,3 +256,83 @@ def test_a_connection_over_the_uids_cap_is_refused_with_the_reason(router, world
     assert second.returncode == 1
     assert "refused the connection: uid" in second.stdout and "max_clients_per_uid" in second.stdout, second.stdout
     assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0  # its slot came free
+
+
+def unused_ports(n):
+    """n consecutive loopback ports nobody listens on (checked by binding each)."""
+    for base in range(47000, 60000, 97):
+        try:
+            socks = []
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError("no free loopback ports")
+
+
+@as_root
+def test_a_router_that_does_not_answer_stalls_no_one(router, world, free_port):
+    """A QP connected to a router nobody runs (or one whose host died): the link's posts once
+    waited inside the event loop, 2 s each, while every tenant stood still. They wait in a queue
+    now, and the connect fails within its bound."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    ping = start_ping(r.sock, 4)
+    time.sleep(0.5)
+    out = hostile(r.sock, "connect-nowhere", unused_ports(4), 4, user=NOBODY)
+    assert out["failed"] == "4" and out["errno"] in ("110", "113"), out  # ETIMEDOUT, EHOSTUNREACH
+    assert float(out["worst_ms"]) < 1500, out
+    assert_served(ping_result(ping))
+
+
+@as_root
+def test_a_stranger_cannot_link_to_a_router(router, world, free_port):
+    """With --listen a router takes link messages only from routers that prove the cluster's key:
+    one with another key, or none, is refused (logged once a second), and never becomes a peer."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    other = world / "other"
+    other.mkdir()
+    for how in (["--config", None], ["--insecure-link"]):
+        if how[0] == "--config":
+            cfg = other / "c.toml"
+            cfg.write_text(cluster_config(other))  # a key of its own, not the cluster's
+            how = ["--config", str(cfg)]
+        log = other / "stranger.log"
+        p = subprocess.Popen([VRDMAD, "--socket", str(other / "s.sock"), "--listen", f"127.0.0.1:{free_port + 1}",
+                              "--peer", f"127.0.0.1:{free_port}", *how], stderr=open(log, "w"))
+        try:
+            wait_for_text(log, "serving on")
+            wait_for_text(r.log, "refused a message claiming to be from router 127.0.0.1:", timeout=10)
+        finally:
+            p.kill()
+            p.wait()
+    links = run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout
+    assert "link:" not in links, links
+    assert "its MAC does not verify" in r.log.read_text()
+
+
+def test_listen_needs_a_key_or_says_it_has_none(world, free_port):
+    no_key = run([VRDMAD, "--socket", str(world / "s"), "--listen", f"127.0.0.1:{free_port}"], timeout=10)
+    assert no_key.returncode == 2 and no_key.stderr.count("\n") == 1, no_key.stderr
+    assert "--listen needs the cluster's link key" in no_key.stderr and "--insecure-link" in no_key.stderr
+    key = world / "k"
+    key.write_text("00" * 32 + "\n")
+    key.chmod(0o644)
+    cfg = world / "c.toml"
+    cfg.write_text(f'[router]\nlink_key = "{key}"\n')
+    loose = run([VRDMAD, "--socket", str(world / "s"), "--listen", f"127.0.0.1:{free_port}", "--config", str(cfg)],
+                timeout=10)
+    assert loose.returncode == 2 and "chmod 600" in loose.stderr, loose.stderr
+    log = world / "insecure.log"
+    p = subprocess.Popen([VRDMAD, "--socket", str(world / "s"), "--listen", f"127.0.0.1:{free_port}", "--insecure-link"],
+                         stderr=open(log, "w"))
+    try:
+        wait_for_text(log, "link messages are NOT authenticated (--insecure-link)")
+    finally:
+        p.kill()
+        p.wait()

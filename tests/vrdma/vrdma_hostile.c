@@ -14,6 +14,9 @@
  *                                          SECONDS (a throttled tenant): "ops=N"
  *   vrdma_hostile SOCKET stuck SECONDS     router-path WRITEs to a QP that never connects back, left
  *                                          waiting for SECONDS: "posted=N"
+ *   vrdma_hostile SOCKET connect-nowhere PORT N  N QPs each connected to a QP of a router said to
+ *                                          listen at 127.0.0.1:PORT+i, where nothing does:
+ *                                          "failed=F worst_ms=W errno=E"
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -270,6 +273,32 @@ static int stuck(struct vrdma_context* ctx, double seconds) {
   return 0;
 }
 
+static int connect_nowhere(struct vrdma_context* ctx, int port, long n) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
+  if (!cq) return die("setup");
+  struct vrdma_qp_init_attr at = {cq, cq, 4, 4, 0, 0, 0, NULL};
+  long failed = 0;
+  int last = 0;
+  double worst = 0;
+  for (long i = 0; i < n; ++i) {
+    struct vrdma_qp* qp = vrdma_create_qp(pd, &at);
+    if (!qp) return die("create_qp");
+    struct vrdma_router_address there = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1}, (uint16_t)(port + i)};
+    double t0 = now_ms();
+    int rc = vrdma_connect_qp_at(qp, &there, 1);
+    double dt = now_ms() - t0;
+    if (dt > worst) worst = dt;
+    if (rc) {
+      ++failed;
+      last = rc < 0 ? -rc : rc;
+    }
+    vrdma_destroy_qp(qp);
+  }
+  printf("failed=%ld worst_ms=%.1f errno=%d\n", failed, worst, last);
+  return 0;
+}
+
 static int ping(struct vrdma_context* ctx, const char* sock, double seconds) {
   struct pair p;
   if (router_pair(ctx, &p, 16)) return die("pair");
@@ -314,6 +343,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "huge-write") == 0) rc = huge_write(ctx);
   else if (strcmp(mode, "flood") == 0) rc = flood(ctx, atof(a1));
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
+  else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {
     fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);

@@ -1,5 +1,7 @@
 #include "vrdma/router/fabric.hh"
 
+#include "vrdma/router/link_auth.hh"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/fi_cm.h>
@@ -17,7 +19,12 @@ namespace rb::vrdma {
 namespace {
 
 constexpr int kRecvBuffers = 64;
-constexpr auto kPostBound = std::chrono::seconds(2);  // a post refused this long: the peer is unreachable
+constexpr int64_t kPostBoundNs = 2'000'000'000;  // a post refused this long: the peer is unreachable
+
+int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
 
@@ -34,6 +41,11 @@ struct Fabric::Context {
   uint64_t cookie = 0;          // rma
   std::vector<std::shared_ptr<const void>> pins;  // rma: the local memory it reads or writes
   proto::RouterAddress to;      // send: for on_send_failed
+  // rma: what the post names, kept here so that a post that waits can be made later
+  iovec iov[proto::kMaxSge] = {};
+  void* desc[proto::kMaxSge] = {};
+  fi_rma_iov remote{};
+  fi_msg_rma msg{};
 };
 
 FabricMr::~FabricMr() { close_fid(&mr_->fid); }
@@ -82,7 +94,7 @@ Result<std::unique_ptr<Fabric>> Fabric::open(const std::string& provider, const 
   if ((rc = fi_enable(f->ep_))) return fail("fi_enable", rc);
   for (int n = 0; n < kRecvBuffers; ++n) {
     auto c = std::make_unique<Context>();
-    c->bytes.resize(proto::kLinkMessage);
+    c->bytes.resize(kLinkPacket);
     if (Status s = f->post_recv(c.get()); !s) return s;
     f->recvs_.push_back(std::move(c));
   }
@@ -112,6 +124,7 @@ bool Fabric::try_wait() {
 
 int Fabric::poll(LinkSink& sink) {
   int handled = 0;
+  if (!waiting_.empty() && !reading_) post_waiting(sink);
   if (!reading_) {  // what a post's retry read while a handler ran comes first, in order
     std::vector<Event> backlog;
     backlog.swap(backlog_);
@@ -206,21 +219,39 @@ Result<uint64_t> Fabric::address_of(const proto::RouterAddress& a) {
   return uint64_t(fa);
 }
 
-template <class Post>
-Status Fabric::retry(const char* what, Post post, LinkSink& sink) {
-  auto until = std::chrono::steady_clock::now() + kPostBound;
-  while (true) {
+Status Fabric::post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post) {
+  auto w = waiting_.find(peer);
+  if (w == waiting_.end()) {
     ssize_t rc = post();
     if (rc == 0) return {};
-    if (rc != -FI_EAGAIN) return Status(Errc::io, fmt::format("{}: {}", what, fi_error(int(rc))));
-    if (std::chrono::steady_clock::now() > until)
-      return Status(Errc::timeout, fmt::format("{}: refused for {} s (the peer router does not answer)", what,
-                                               kPostBound.count()));
-    poll(sink);  // connection setup and reaping both need the CQ read
+    if (rc != -FI_EAGAIN) {
+      in_flight_.erase(c);
+      return Status(Errc::io, fmt::format("{}: {}", what, fi_error(int(rc))));
+    }
+  }
+  waiting_[peer].push_back({c, std::move(post), mono_ns() + kPostBoundNs});
+  return {};
+}
+
+// Each peer's waiting posts, in order, until the provider refuses one again; one that waited
+// past the bound fails (its peer is unreachable), as does one the provider refuses outright.
+void Fabric::post_waiting(LinkSink& sink) {
+  int64_t now = mono_ns();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto& q = it->second;
+    while (!q.empty()) {
+      Waiting& w = q.front();
+      ssize_t rc = w.post();
+      if (rc == -FI_EAGAIN && now < w.until_ns) break;
+      Context* c = w.c;
+      q.pop_front();
+      if (rc != 0) deliver(c, false, {}, sink);
+    }
+    it = q.empty() ? waiting_.erase(it) : std::next(it);
   }
 }
 
-Status Fabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) {
+Status Fabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();
   auto c = std::make_unique<Context>();
@@ -229,36 +260,36 @@ Status Fabric::send(const proto::RouterAddress& to, std::span<const uint8_t> byt
   c->to = to;
   Context* raw = c.get();
   in_flight_.emplace(raw, std::move(c));
-  Status s = retry("fi_send", [&] { return fi_send(ep_, raw->bytes.data(), raw->bytes.size(), nullptr, *fa, &raw->fc); },
-                   sink);
-  if (!s) in_flight_.erase(raw);
-  return s;
+  fid_ep* ep = ep_;
+  fi_addr_t dest = *fa;
+  return post_or_wait(dest, raw, "fi_send",
+                      [ep, raw, dest] { return fi_send(ep, raw->bytes.data(), raw->bytes.size(), nullptr, dest, &raw->fc); });
 }
 
 Status Fabric::rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
-                   uint64_t key, uint64_t cookie, LinkSink& sink) {
+                   uint64_t key, uint64_t cookie, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();
-  iovec iov[proto::kMaxSge];
-  void* desc[proto::kMaxSge];
-  size_t total = 0, n = std::min(local.size(), size_t(proto::kMaxSge));
-  for (size_t k = 0; k < n; ++k) {
-    iov[k] = {local[k].p, local[k].len};
-    desc[k] = local[k].desc;
-    total += local[k].len;
-  }
-  fi_rma_iov remote{addr, total, key};
   auto c = std::make_unique<Context>();
   c->kind = Context::rma;
   c->cookie = cookie;
-  for (size_t k = 0; k < n; ++k) c->pins.push_back(local[k].pin);
+  c->to = to;
+  size_t total = 0, n = std::min(local.size(), size_t(proto::kMaxSge));
+  for (size_t k = 0; k < n; ++k) {
+    c->iov[k] = {local[k].p, local[k].len};
+    c->desc[k] = local[k].desc;
+    c->pins.push_back(local[k].pin);
+    total += local[k].len;
+  }
+  c->remote = {addr, total, key};
   Context* raw = c.get();
+  c->msg = {raw->iov, raw->desc, n, *fa, &raw->remote, 1, &raw->fc, 0};
   in_flight_.emplace(raw, std::move(c));
-  fi_msg_rma msg{iov, desc, n, *fa, &remote, 1, &raw->fc, 0};
-  Status s = is_write ? retry("fi_writemsg", [&] { return fi_writemsg(ep_, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE); }, sink)
-                      : retry("fi_readmsg", [&] { return fi_readmsg(ep_, &msg, FI_COMPLETION); }, sink);
-  if (!s) in_flight_.erase(raw);
-  return s;
+  fid_ep* ep = ep_;
+  if (is_write)
+    return post_or_wait(*fa, raw, "fi_writemsg",
+                        [ep, raw] { return fi_writemsg(ep, &raw->msg, FI_COMPLETION | FI_DELIVERY_COMPLETE); });
+  return post_or_wait(*fa, raw, "fi_readmsg", [ep, raw] { return fi_readmsg(ep, &raw->msg, FI_COMPLETION); });
 }
 
 Status Fabric::write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,

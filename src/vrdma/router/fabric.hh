@@ -7,6 +7,8 @@
 #include <rdma/fi_domain.h>
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -72,9 +74,13 @@ class Fabric {
   // where `access` (proto::Access) grants remote write.
   Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint64_t key, uint32_t access);
 
-  // Queues a copy of `bytes` to the router at `to`. Errors: it cannot be addressed or the
-  // endpoint refused the message for longer than a bound.
+  // Queues a copy of `bytes` to the router at `to`, and never waits: a post the provider cannot
+  // take now (-FI_EAGAIN: a connection being made, a full queue) waits in a queue of that
+  // peer's, tried again at each poll(), and fails to the sink (on_send_failed, on_rma) when it
+  // has waited a bound. Errors: it cannot be addressed, or the provider refused it outright.
   Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink);
+  // Posts wait for the provider: poll() again soon.
+  bool posts_waiting() const { return !waiting_.empty(); }
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
@@ -98,9 +104,14 @@ class Fabric {
   Status post_recv(Context* c);
   Status rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
              uint64_t key, uint64_t cookie, LinkSink& sink);
-  // Retries a post that the provider answers -FI_EAGAIN, reading the CQ between tries.
-  template <class Post>
-  Status retry(const char* what, Post post, LinkSink& sink);
+  // Posts now, or queues behind what waits for the same peer (their order is the link's).
+  Status post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post);
+  void post_waiting(LinkSink& sink);
+  struct Waiting {
+    Context* c;
+    std::function<ssize_t()> post;
+    int64_t until_ns;
+  };
 
   std::string provider_;
   fi_info* info_ = nullptr;
@@ -116,6 +127,7 @@ class Fabric {
   std::map<Context*, std::unique_ptr<Context>> in_flight_;  // sends and RMAs, until completed
   std::vector<Event> backlog_;  // completions read while a handler ran
   bool reading_ = false;        // a handler is running
+  std::map<uint64_t, std::deque<Waiting>> waiting_;  // by peer (fi_addr_t)
 };
 
 }  // namespace rb::vrdma

@@ -4,6 +4,7 @@
 // the region goes; a QP that goes breaks its peer on the other host.
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,7 @@ bool Router::link_send(const proto::RouterAddress& to, LinkType t, uint64_t req,
   h.req = req;
   std::vector<uint8_t> bytes;
   proto::encode_link(bytes, h, t, body, tail);
+  auth_.seal(bytes);
   Status st = fabric_->send(to, bytes, *this);
   if (!st) {
     log(fmt::format("router {}: {}", proto::to_string(to), st.message()));
@@ -80,17 +82,19 @@ void Router::expire_connects() {
 }
 
 void Router::on_message(std::span<const uint8_t> bytes) {
+  // Nothing of a message is used before its trailer proves the cluster's key: the sender's id
+  // and address it claims are inside what the MAC covers.
   std::string why;
-  auto m = proto::parse_link(bytes, &why);
-  if (!m) {
-    log("link: " + why);
-    return;
-  }
-  PeerLink& p = peers_[proto::to_string(m->h.from)];
-  p.at = m->h.from;
-  p.router_id = m->h.from_router;
-  p.unreachable = false;
-  p.heard = std::chrono::steady_clock::now();
+  proto::LinkHeader claimed;
+  if (bytes.size() < sizeof claimed) return log_limited("link short", "link: a message shorter than a header; dropped");
+  std::memcpy(&claimed, bytes.data(), sizeof claimed);
+  auto opened = auth_.open(bytes, claimed.from_router, &why);
+  if (!opened)
+    return log_limited("link auth", fmt::format("link: refused a message claiming to be from router {}: {}",
+                                                proto::to_string(claimed.from), why));
+  auto m = proto::parse_link(*opened, &why);
+  if (!m) return log_limited("link parse", "link: " + why);
+  note_peer(*m);
   switch (m->type()) {
     case LinkType::hello: return link_hello(*m);
     case LinkType::hello_reply: return;
@@ -218,6 +222,29 @@ void Router::peer_lost(QpEntry& q) {
 void Router::break_qp(QpEntry& q) {
   q.header()->state.store(uint32_t(proto::QpState::error), std::memory_order_release);
   ring(q);
+}
+
+// The table of linked routers is bounded: past kMaxPeers, a learned router with no QP that was
+// heard from least recently makes room (a --peer, or one with QPs, stays).
+void Router::note_peer(const proto::LinkMessage& m) {
+  std::string name = proto::to_string(m.h.from);
+  auto it = peers_.find(name);
+  if (it == peers_.end() && peers_.size() >= kMaxPeers) {
+    auto victim = peers_.end();
+    for (auto p = peers_.begin(); p != peers_.end(); ++p) {
+      bool has_qps = false;
+      for (const auto& [n, q] : qps_) has_qps = has_qps || (q.remote && q.remote->peer_at == p->second.at);
+      if (p->second.configured || has_qps) continue;
+      if (victim == peers_.end() || p->second.heard < victim->second.heard) victim = p;
+    }
+    if (victim == peers_.end()) return;  // every entry is needed: this one is not remembered
+    peers_.erase(victim);
+  }
+  PeerLink& p = peers_[name];
+  p.at = m.h.from;
+  p.router_id = m.h.from_router;
+  p.unreachable = false;
+  p.heard = std::chrono::steady_clock::now();
 }
 
 void Router::link_hello(const proto::LinkMessage& m) {

@@ -4,6 +4,9 @@
 #include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
+
+#include <csignal>
 #include <sys/socket.h>
 
 #include <unistd.h>
@@ -42,6 +45,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   if (!r->kick_) return sys_error("eventfd");
   epoll_event kick{EPOLLIN, {.u64 = kKickTag}};
   if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->kick_.get(), &kick) < 0) return sys_error("epoll_ctl");
+  r->auth_.set_keys(r->opts_.link_keys);
   if (r->opts_.listen.port) {
     auto f = Fabric::open(r->opts_.fabric, r->opts_.listen);
     if (!f) return f.status();
@@ -86,11 +90,20 @@ Router::~Router() {
   if (listen_) unlink(opts_.socket_path.c_str());
 }
 
+void Router::reload_link_keys() {
+  if (opts_.link_key_file.empty()) return log("SIGHUP: no link_key file to reload");
+  auto keys = load_link_keys(opts_.link_key_file);
+  if (!keys) return log(fmt::format("SIGHUP: {}; the keys in use stay", keys.status().message()));
+  auth_.set_keys(std::move(*keys));
+  log(fmt::format("SIGHUP: link keys reloaded from {}", opts_.link_key_file));
+}
+
 void Router::log(const std::string& line) const {
   if (!opts_.quiet) fmt::print(stderr, "vrdmad: {}\n", line);
 }
 
 Status Router::run(int stop_fd) {
+  stop_fd_ = stop_fd;
   epoll_event ev{EPOLLIN, {.u64 = kStopTag}};
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0) return sys_error("epoll_ctl");
   log(fmt::format("serving on {} ({}){}", opts_.socket_path,
@@ -99,6 +112,10 @@ Status Router::run(int stop_fd) {
                   fabric_ ? fmt::format("; routers of other hosts reach it at {} over {}", proto::to_string(opts_.listen),
                                         fabric_->provider())
                           : ""));
+  if (fabric_ && !auth_.authenticated())
+    log(fmt::format("link messages are NOT authenticated (--insecure-link): any host that reaches {} can link to "
+                    "this router and reach its tenants' QPs",
+                    proto::to_string(opts_.listen)));
   greet_peers();
   if (Status st = start_data_threads(); !st) return st;
   struct Stop {
@@ -147,7 +164,8 @@ Status Router::run(int stop_fd) {
     } else if ((turn = idle_turn()) != IdleSpin::Turn::again) {
       set_parked(routed_, true);
       parked = true;
-      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(deferred_, !connects_.empty(), turn);
+      bool later = deferred_ || (fabric_ && fabric_->posts_waiting());  // look again in a millisecond
+      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(later, !connects_.empty(), turn);
       if (int64_t due = next_deadline_ns(); due >= 0 && (timeout_ns < 0 || due < timeout_ns)) timeout_ns = due;
     }
     if (timeout_ns) hold(false);
@@ -165,7 +183,12 @@ Status Router::run(int stop_fd) {
 
 Status Router::handle_event(const epoll_event& ev, bool& stop) {
   uint64_t tag = ev.data.u64;
-  if (tag == kStopTag) {
+  if (tag == kStopTag) {  // an eventfd (stop), or vrdmad's signalfd: SIGHUP reloads the link keys
+    signalfd_siginfo si{};
+    if (read(int(stop_fd_), &si, sizeof si) == ssize_t(sizeof si) && si.ssi_signo == SIGHUP) {
+      reload_link_keys();
+      return {};
+    }
     stop = true;
     return {};
   }
@@ -210,7 +233,12 @@ Status Router::accept_clients() {
     if (!cred) continue;
     uint32_t& held = clients_of_uid_[cred->uid];
     if (held >= opts_.tenants.router().max_clients_per_uid) {
-      // Told why in one packet, then closed: one uid cannot take the router's descriptors.
+      // Told why in one packet, then closed: one uid cannot take the router's descriptors. Its
+      // hello, usually queued by now, is read first: a socket closed with unread input resets,
+      // and the client would see that instead of the reason.
+      char drain[proto::kMaxMessage];
+      while (recv(c.get(), drain, sizeof drain, MSG_DONTWAIT) > 0) {
+      }
       proto::Error e;
       e.err = EUSERS;
       proto::put_text(e.message, sizeof e.message,

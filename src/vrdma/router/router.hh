@@ -27,6 +27,7 @@
 #include "vrdma/proto/link.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/fabric.hh"
+#include "vrdma/router/link_auth.hh"
 #include "vrdma/router/qp_numbers.hh"
 #include "vrdma/router/tenants.hh"
 
@@ -43,6 +44,10 @@ struct RouterOptions {
   proto::RouterAddress listen;
   std::string fabric = "tcp;ofi_rxm";
   std::vector<proto::RouterAddress> peers;  // --peer: linked at start (others are learned from QP addresses)
+  // The cluster's link keys (the config's [router] link_key): with --listen, link messages are
+  // taken only when they prove one. Empty only with --insecure-link.
+  std::vector<LinkKey32> link_keys;
+  std::string link_key_file;  // reloaded on SIGHUP
 };
 
 // Another host's router, as this one knows it.
@@ -331,11 +336,19 @@ class Router final : private LinkSink {
   UniqueFd stop_data_;               // an eventfd every data thread's epoll holds
   size_t next_thread_ = 0;
   std::map<uint64_t, PendingConnect> connects_;  // by link request number
-  std::map<std::string, PeerLink> peers_;          // by address
+  std::map<std::string, PeerLink> peers_;          // by address; at most kMaxPeers
+  static constexpr size_t kMaxPeers = 1024;
+  LinkAuth auth_;
+  void note_peer(const proto::LinkMessage& m);
+ public:
+  // SIGHUP: the link keys again from their file (a key rotation); the old ones stay on error.
+  void reload_link_keys();
+ private:
   uint64_t next_req_ = 1;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   uint64_t router_id_ = 0;
   uint32_t next_id_ = 1;
+  int stop_fd_ = -1;
 };
 
 }  // namespace rb::vrdma

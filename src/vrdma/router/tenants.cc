@@ -96,11 +96,16 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const T
 }
 
 Result<RouterLimits> router_of(const toml::table& t, const std::string& where) {
-  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid"};
+  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid", "link_key"};
   for (auto&& [k, v] : t)
     if (!known.count(std::string(k.str())))
-      return bad(where, fmt::format("unknown key \"{}\" (keys: admin_uids, max_clients_per_uid)", k.str()));
+      return bad(where, fmt::format("unknown key \"{}\" (keys: admin_uids, max_clients_per_uid, link_key)", k.str()));
   RouterLimits out;
+  if (const toml::node* k = t.get("link_key")) {
+    auto path = k->value<std::string>();
+    if (!path || path->empty()) return bad(where + ".link_key", "must be the path of a key file (vrdmactl link-key)");
+    out.link_key = *path;
+  }
   if (const toml::node* a = t.get("admin_uids")) {
     const toml::array* arr = a->as_array();
     if (!arr) return bad(where + ".admin_uids", "must be a list of uids, e.g. admin_uids = [1000]");

@@ -17,6 +17,7 @@
 //   [router]               # optional: the router's own limits
 //   admin_uids = [1000]    # besides root, who sees every tenant's statistics
 //   max_clients_per_uid = 64  # connections one uid holds at once (absent: 64)
+//   link_key = "/etc/vrdma/link.key"  # the cluster's key: with --listen, routers prove it (link_auth.hh)
 //
 // Without a config every uid is a tenant of its own, named uid-<n>, with the default limits: a
 // router shared by strangers is never unlimited unless its config says so.
@@ -53,6 +54,7 @@ TenantDefaults tenant_defaults();
 struct RouterLimits {
   std::vector<uint32_t> admin_uids;  // see every tenant's statistics (root always does)
   uint32_t max_clients_per_uid = 64;
+  std::string link_key;  // a key file's path; empty: none
   bool is_admin(uint32_t uid) const;
 };
 

@@ -1,0 +1,72 @@
+#pragma once
+// Who may speak on the link between routers. With --listen a router is reachable by any host
+// that reaches its port, so every link message carries a trailer: the sender's message number,
+// the time it was sent, and an HMAC-SHA256 over the message and both, under the cluster's key.
+// A router takes a message only when the MAC verifies under one of its keys, the time is within
+// kLinkSkewNs of its own clock, and the number is new for that sender (a window of 64 behind the
+// highest seen): a stranger can neither join, nor speak for another router (the sender's id and
+// address are inside what the MAC covers), nor replay what it overheard.
+//
+// The key file holds one key a line, 64 hex digits (32 bytes), as `vrdmactl link-key` prints
+// one; the first line signs, every line verifies, so a key is rotated without a flag day: add
+// the new key as a second line everywhere (SIGHUP reloads), then make it the first everywhere,
+// then drop the old one. The file must be readable by its owner alone.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hh"
+#include "vrdma/proto/link.hh"
+
+namespace rb::vrdma {
+
+using LinkKey32 = std::array<uint8_t, 32>;
+
+struct LinkTrailer {
+  uint64_t seq = 0;      // the sender's message number, from 1, never repeated in its run
+  int64_t sent_ns = 0;   // CLOCK_REALTIME at the sender
+  uint8_t mac[32] = {};  // HMAC-SHA256(key, message || seq || sent_ns)
+};
+static_assert(sizeof(LinkTrailer) == 48);
+
+// The largest packet on the link: the largest message and its trailer.
+constexpr size_t kLinkPacket = proto::kLinkMessage + sizeof(LinkTrailer);
+
+constexpr int64_t kLinkSkewNs = 30'000'000'000;  // clocks of linked hosts agree within this (NTP)
+
+// The keys of a key file; an error names the file, the line and the fix.
+Result<std::vector<LinkKey32>> load_link_keys(const std::string& path);
+
+class LinkAuth {
+ public:
+  // No keys: messages carry the trailer unsigned, and any MAC is taken (--insecure-link).
+  explicit LinkAuth(std::vector<LinkKey32> keys = {}) : keys_(std::move(keys)) {}
+  bool authenticated() const { return !keys_.empty(); }
+  void set_keys(std::vector<LinkKey32> keys) { keys_ = std::move(keys); }
+
+  // Appends the trailer to `message`, stamped now (or at `sent_ns`, CLOCK_REALTIME).
+  void seal(std::vector<uint8_t>& message);
+  void seal(std::vector<uint8_t>& message, int64_t sent_ns);
+  static int64_t wall_ns();
+  // The message without its trailer when it may be taken from router `from_router` (its id, as
+  // the header says: covered by the MAC); nullopt and the reason otherwise.
+  std::optional<std::span<const uint8_t>> open(std::span<const uint8_t> packet, uint64_t from_router,
+                                               std::string* why);
+  static constexpr size_t kMaxSenders = 4096;
+
+ private:
+  struct Window {
+    uint64_t top = 0, seen = 0;  // bit i of seen: top - i has been taken
+    int64_t heard_ns = 0;
+  };
+  bool fresh(Window& w, uint64_t seq);
+  std::vector<LinkKey32> keys_;
+  uint64_t next_seq_ = 1;
+  std::map<uint64_t, Window> windows_;  // by sender router id
+};
+
+}  // namespace rb::vrdma

@@ -1,0 +1,120 @@
+// The routers' link authentication: a message is taken once, whole, under the cluster's key.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "vrdma/router/link_auth.hh"
+
+namespace rb::vrdma {
+namespace {
+
+LinkKey32 key(uint8_t fill) {
+  LinkKey32 k;
+  k.fill(fill);
+  return k;
+}
+
+std::vector<uint8_t> message(const char* text) { return std::vector<uint8_t>(text, text + std::strlen(text)); }
+
+TEST(VrdmaLinkAuth, ASealedMessageOpensOnceAndWhole) {
+  LinkAuth a({key(1)}), b({key(1)});
+  auto m = message("connect QP 5 to QP 7");
+  a.seal(m);
+  std::string why;
+  auto opened = b.open(m, 42, &why);
+  ASSERT_TRUE(opened) << why;
+  EXPECT_EQ(std::string(opened->begin(), opened->end()), "connect QP 5 to QP 7");
+  EXPECT_FALSE(b.open(m, 42, &why));  // the same message again: a replay
+  EXPECT_NE(why.find("replay"), std::string::npos) << why;
+}
+
+TEST(VrdmaLinkAuth, AnyChangedByteOrAnotherKeyIsRefused) {
+  LinkAuth a({key(1)});
+  auto m = message("op: WRITE 64 B");
+  a.seal(m);
+  for (size_t i = 0; i < m.size(); ++i) {
+    auto bad = m;
+    bad[i] ^= 0x20;
+    LinkAuth b({key(1)});
+    std::string why;
+    EXPECT_FALSE(b.open(bad, 42, &why)) << "byte " << i;
+  }
+  LinkAuth stranger({key(2)});
+  std::string why;
+  EXPECT_FALSE(stranger.open(m, 42, &why));
+  EXPECT_NE(why.find("MAC"), std::string::npos) << why;
+  LinkAuth unkeyed;  // --insecure-link takes what a keyed router sends, and the reverse is refused
+  auto plain = message("hello");
+  unkeyed.seal(plain);
+  EXPECT_TRUE(LinkAuth().open(m, 42, &why));
+  EXPECT_FALSE(LinkAuth({key(1)}).open(plain, 42, &why));
+}
+
+TEST(VrdmaLinkAuth, ASecondKeyVerifiesDuringARotation) {
+  LinkAuth old_only({key(1)}), new_first({key(2), key(1)}), both({key(1), key(2)});
+  auto from_old = message("a"), from_new = message("b");
+  old_only.seal(from_old);
+  new_first.seal(from_new);
+  std::string why;
+  EXPECT_TRUE(both.open(from_old, 1, &why)) << why;
+  EXPECT_TRUE(both.open(from_new, 2, &why)) << why;
+  EXPECT_FALSE(old_only.open(from_new, 2, &why));
+}
+
+TEST(VrdmaLinkAuth, MessagesMayArriveOutOfOrderWithinTheWindowButNeverTwice) {
+  LinkAuth a({key(3)}), b({key(3)});
+  std::vector<std::vector<uint8_t>> sent;
+  for (int i = 0; i < 100; ++i) {
+    sent.push_back(message("m"));
+    a.seal(sent.back());
+  }
+  std::string why;
+  EXPECT_TRUE(b.open(sent[99], 7, &why)) << why;
+  EXPECT_TRUE(b.open(sent[50], 7, &why)) << why;  // 49 behind: inside the window
+  EXPECT_FALSE(b.open(sent[50], 7, &why));
+  EXPECT_FALSE(b.open(sent[10], 7, &why));  // 89 behind: older than the window
+  EXPECT_TRUE(b.open(sent[10], 8, &why)) << why;  // each sender has its own numbers
+}
+
+TEST(VrdmaLinkAuth, AMessageSentLongAgoIsRefused) {
+  // A replay older than the skew bound is refused even where the window has forgotten its sender.
+  LinkAuth a({key(4)}), b({key(4)});
+  auto late = message("late"), recent = message("recent");
+  a.seal(late, LinkAuth::wall_ns() - 60'000'000'000);
+  a.seal(recent, LinkAuth::wall_ns() - 20'000'000'000);
+  std::string why;
+  EXPECT_FALSE(b.open(late, 9, &why));
+  EXPECT_NE(why.find("replay, or clocks"), std::string::npos) << why;
+  EXPECT_TRUE(b.open(recent, 9, &why)) << why;
+}
+
+TEST(VrdmaLinkAuth, KeyFilesAreCheckedAndNamedInErrors) {
+  char dir[] = "/tmp/vrdma-keys-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::string path = std::string(dir) + "/link.key";
+  std::ofstream(path) << "# the cluster's key\n" << std::string(64, 'a') << "\n" << std::string(64, 'B') << "\n";
+  chmod(path.c_str(), 0644);
+  auto open_to_all = load_link_keys(path);
+  ASSERT_FALSE(open_to_all);
+  EXPECT_NE(open_to_all.status().message().find("chmod 600"), std::string::npos) << open_to_all.status().message();
+  chmod(path.c_str(), 0600);
+  auto keys = load_link_keys(path);
+  ASSERT_TRUE(keys) << keys.status().message();
+  ASSERT_EQ(keys->size(), 2u);
+  EXPECT_EQ((*keys)[0][0], 0xaa);
+  EXPECT_EQ((*keys)[1][31], 0xbb);
+  std::ofstream(path) << "not a key\n";
+  auto bad = load_link_keys(path);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("line 1"), std::string::npos) << bad.status().message();
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace rb::vrdma

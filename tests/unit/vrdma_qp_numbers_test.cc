@@ -1,0 +1,42 @@
+// QP numbers: never one issued twice in a router's life, never 0, and all of 24 bits.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "vrdma/router/qp_numbers.hh"
+
+namespace rb::vrdma {
+namespace {
+
+TEST(VrdmaQpNumbers, EveryNumberOfTheSpaceOnceThenNone) {
+  QpNumbers n({1, 2, 3, 4});
+  std::vector<bool> seen(size_t(QpNumbers::kMask) + 1);
+  uint64_t issued = 0;
+  while (auto q = n.next()) {
+    ASSERT_NE(*q, 0u);
+    ASSERT_LE(*q, QpNumbers::kMask);
+    ASSERT_FALSE(seen[*q]) << "issued twice: " << *q;
+    seen[*q] = true;
+    ++issued;
+  }
+  EXPECT_EQ(issued, uint64_t(QpNumbers::kMask));  // 2^24 - 1: all but 0
+  EXPECT_FALSE(n.next());
+}
+
+TEST(VrdmaQpNumbers, NumbersLookRandomAndDifferByKey) {
+  QpNumbers a({1, 2, 3, 4}), b({5, 6, 7, 8});
+  int same = 0, ascending = 0;
+  uint32_t last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    uint32_t x = *a.next(), y = *b.next();
+    same += x == y;
+    ascending += x > last;
+    last = x;
+  }
+  EXPECT_LT(same, 5);
+  EXPECT_GT(ascending, 350);  // a counter would be 1000
+  EXPECT_LT(ascending, 650);
+}
+
+}  // namespace
+}  // namespace rb::vrdma
