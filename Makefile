@@ -9,7 +9,7 @@ DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-de
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 
-.PHONY: all deps venv build run test unit e2e pytest compare report fuzz clean
+.PHONY: all deps venv build run test unit e2e pytest compare report fuzz fuzz-short clean
 
 all: build
 
@@ -47,9 +47,13 @@ pytest: build venv
 	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e
 	$(VENV)/bin/pytest -q python/tests
 
-test: unit pytest
+test: unit pytest fuzz-short
 
-# libFuzzer over vrdma's control packets and peer-laid-out QP memory, FUZZ_SECONDS long, under
+# A short run of the fuzzer (the same target as `make fuzz`), so every test run tries it.
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECONDS=30
+
+# libFuzzer over vrdma's control packets, the routers' link packets and peer-laid-out QP memory, FUZZ_SECONDS long, under
 # AddressSanitizer and UndefinedBehaviorSanitizer; its corpus stays in build-fuzz/corpus.
 FUZZ_SECONDS ?= 180
 FUZZ_DEBS := clang

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 MAGIC, VERSION = 0x31445256, 4
-LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 1
+LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 2
 ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
 
 
@@ -20,8 +20,10 @@ def packet(mtype, seq, body=b""):
 
 
 def link(mtype, req, body=b"", tail=b""):
+    """A link message and its trailer (src/vrdma/router/link_auth.hh): number, send time, MAC (none)."""
     head = struct.pack("<IHHQ", LINK_MAGIC, LINK_VERSION, mtype, 0x1122334455667788) + ROUTER_AT + bytes(4)
-    return head + struct.pack("<QII", req, len(body) + len(tail), 0) + body + tail
+    trailer = struct.pack("<Qq", 1, 1_800_000_000 * 10**9) + bytes(32)
+    return head + struct.pack("<QII", req, len(body) + len(tail), 0) + body + tail + trailer
 
 
 def link_op(opcode, payload):

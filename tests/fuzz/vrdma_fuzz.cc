@@ -1,6 +1,7 @@
 // libFuzzer target: what a hostile peer controls in vrdma. Each input is tried as a control
-// packet (proto::parse, then the body of whatever type it claims), as a message from another
-// host's router (proto::parse_link, then its body and payload) and as a QP's shared memory
+// packet (proto::parse, then the body of whatever type it claims), as a packet on the routers'
+// link (its trailer checked by LinkAuth without a key and with one, then proto::parse_link, its
+// body and payload, on what is left) and as a QP's shared memory
 // laid out by a peer (view_qp, then the rings popped as the library pops them). `make fuzz` runs
 // it under AddressSanitizer and UndefinedBehaviorSanitizer.
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "vrdma/lib/qp_view.hh"
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/link.hh"
+#include "vrdma/router/link_auth.hh"
 
 using namespace rb::vrdma;
 
@@ -72,6 +74,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   proto::Parsed p = proto::parse({data, size});
   if (p.msg) sink = touch_message(*p.msg);
   std::string why;
+  // A router without a key (--insecure-link) gets past the MAC: the time and window checks and
+  // the parse behind them are reached; one with a key stops at the MAC.
+  static LinkAuth open_link, keyed_link({LinkKey32{1, 2, 3}});
+  uint64_t from = size >= 16 ? data[8] : 0;  // few senders: their windows are exercised, not only made
+  if (auto body = open_link.open({data, size}, from, &why))
+    if (auto l = proto::parse_link(*body, &why)) sink = sink + touch_link(*l);
+  if (keyed_link.open({data, size}, from, &why)) std::abort();  // nobody forges a MAC by chance
   if (auto l = proto::parse_link({data, size}, &why)) sink = sink + touch_link(*l);
   sink = sink + touch_qp(data, size);
   (void)sink;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <fstream>
 
@@ -91,6 +92,12 @@ TEST(VrdmaLinkAuth, AMessageSentLongAgoIsRefused) {
   EXPECT_FALSE(b.open(late, 9, &why));
   EXPECT_NE(why.find("replay, or clocks"), std::string::npos) << why;
   EXPECT_TRUE(b.open(recent, 9, &why)) << why;
+  // Any time a sender writes is compared without overflow (the fuzzer found the subtraction).
+  auto far = message("far"), before = message("before");
+  a.seal(far, INT64_MIN);
+  a.seal(before, INT64_MAX);
+  EXPECT_FALSE(b.open(far, 9, &why));
+  EXPECT_FALSE(b.open(before, 9, &why));
 }
 
 TEST(VrdmaLinkAuth, KeyFilesAreCheckedAndNamedInErrors) {

@@ -114,9 +114,10 @@ std::optional<std::span<const uint8_t>> LinkAuth::open(std::span<const uint8_t> 
       return std::nullopt;
     }
   }
-  int64_t now = wall_ns(), skew = now - t.sent_ns;
-  if (skew > kLinkSkewNs || skew < -kLinkSkewNs) {
-    *why = fmt::format("it was sent {:.1f} s from now: a replay, or clocks that disagree", double(skew) * 1e-9);
+  int64_t now = wall_ns();  // sent_ns is anything a sender wrote: compared, never subtracted from
+  if (t.sent_ns < now - kLinkSkewNs || t.sent_ns > now + kLinkSkewNs) {
+    *why = fmt::format("it was sent {:.1f} s from now: a replay, or clocks that disagree",
+                       (double(t.sent_ns) - double(now)) * 1e-9);
     return std::nullopt;
   }
   auto it = windows_.find(from_router);
