@@ -22,7 +22,8 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   if (!fd) return error(s, m, EINVAL, "create_qp came without the QP's memory");
   if (req.mem_len < sizeof(proto::QpHeader) || req.mem_len > (64ull << 20))
     return error(s, m, EINVAL, fmt::format("QP memory of {} B: give {} B to 64 MiB", req.mem_len, sizeof(proto::QpHeader)));
-  auto map = Mapping::map(fd.get(), req.mem_len);  // checks the seals: the client cannot shrink it under us
+  // Checks the seals (the client cannot shrink it under us); not populated: the client touched it.
+  auto map = Mapping::map(fd.get(), req.mem_len, false);
   if (!map) return error(s, m, EINVAL, "QP memory: " + map.status().message());
   if (reinterpret_cast<proto::QpHeader*>(map->data())->magic != proto::kQpMagic)
     return error(s, m, EINVAL, "QP memory is not laid out as a QP");
@@ -160,7 +161,7 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   if (!s.pds.count(req.pd)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", req.pd));
   if (!fd) return error(s, m, EINVAL, "create_srq came without the SRQ's memory");
   if (req.mem_len > (64ull << 20)) return error(s, m, EINVAL, fmt::format("SRQ memory of {} B: give at most 64 MiB", req.mem_len));
-  auto map = Mapping::map(fd.get(), req.mem_len);  // sealed: the client cannot shrink it under us
+  auto map = Mapping::map(fd.get(), req.mem_len, false);  // sealed: the client cannot shrink it under us
   if (!map) return error(s, m, EINVAL, "SRQ memory: " + map.status().message());
   auto ring = SpscRing<proto::RecvEntry>::attach(map->bytes());
   if (!ring) return error(s, m, EINVAL, "SRQ memory is not a ring of receives: " + ring.status().message());
