@@ -336,3 +336,241 @@ def test_listen_needs_a_key_or_says_it_has_none(world, free_port):
     finally:
         p.kill()
         p.wait()
+
+
+def close_wait_sockets(pid):
+    """The process's TCP sockets in CLOSE-WAIT (state 08 in /proc/net/tcp), by inode."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            count += fields[3] == "08" and fields[9] in inodes
+    return count
+
+
+def fuzz_link_port(port, seconds, seed):
+    """Raw TCP at a --listen port, as a stranger would: connections closed at once, garbage,
+    partial headers, half-closed and slow ones, each ending with an orderly close (the kind that
+    once stuck in libfabric)."""
+    import random
+    import threading
+    rng = random.Random(seed)
+    until = time.time() + seconds
+    sent = [0]
+
+    def one():
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        kind = rng.randrange(5)
+        try:
+            if kind == 1:
+                s.sendall(os.urandom(rng.randrange(1, 200)))
+            elif kind == 2:  # a header's worth, cut short
+                s.sendall(bytes([rng.randrange(256) for _ in range(rng.randrange(1, 32))]))
+            elif kind == 3:
+                s.shutdown(socket.SHUT_WR)
+                time.sleep(0.05)
+            elif kind == 4:  # slow
+                for b in os.urandom(rng.randrange(1, 8)):
+                    s.send(bytes([b]))
+                    time.sleep(0.01)
+        finally:
+            s.close()
+        sent[0] += 1
+
+    def worker():
+        while time.time() < until and sent[0] < 1500:
+            try:
+                one()
+            except OSError:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sent[0]
+
+
+@as_root
+def test_fuzzing_the_link_port_leaves_nothing_behind(router, world, free_port):
+    """Raw TCP at --listen once left the router holding hundreds of sockets in CLOSE-WAIT and
+    spinning a core: libfabric 1.17's tcp provider read a stale errno (the router's own EAGAIN)
+    after a recv() of 0 and kept the dead connection. The router clears errno before each call
+    into the provider; the well-behaved tenant is served throughout."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    assert hostile(r.sock, "reg", 4096)["errno"] == "0"  # a served client leaves EAGAIN in errno
+    ping = start_ping(r.sock, 6)
+    sent = fuzz_link_port(free_port, 5, seed=28)
+    assert sent > 100, sent
+    assert_served(ping_result(ping), stall_ms=200)
+    time.sleep(1)
+    before = cpu_seconds(r.proc.pid)
+    time.sleep(2)
+    used = cpu_seconds(r.proc.pid) - before
+    stuck = close_wait_sockets(r.proc.pid)
+    assert used < 0.2 and stuck < 5, f"after {sent} connections: {used:.2f} s of CPU in 2 s idle, {stuck} in CLOSE-WAIT"
+    assert run([CTL, "--socket", r.sock, "stats"], timeout=10).returncode == 0
+
+
+class RawClient:
+    """A client that speaks the control protocol itself and lays out its QP memory by hand
+    (src/vrdma/proto/control.hh, qp_layout.hh, src/core/spsc_ring.hh), as a hostile one would."""
+    TYPES = dict(hello=1, welcome=2, error=3, alloc_pd=4, create_qp=13, qp_created=14, connect_qp=15,
+                 qp_connected=16, destroy_qp=19, send_doorbell=20)
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.connect(path)
+        self.s.settimeout(5)
+        self.seq = 0
+        _, body, _ = self.ask("hello", struct.pack("<II", os.getpid(), 0))
+        self.router_id = struct.unpack_from("<Q", body, 80)[0]
+        self.pd = struct.unpack_from("<I", self.ask("alloc_pd")[1])[0]
+
+    def ask(self, name, body=b"", fds=()):
+        self.seq += 1
+        packet = struct.pack("<IHHII", 0x31445256, 4, self.TYPES[name], self.seq, len(body)) + body
+        socket.send_fds(self.s, [packet], list(fds))
+        data, got, _, _ = socket.recv_fds(self.s, 4096, 2)
+        return struct.unpack_from("<H", data, 6)[0], data[16:], got
+
+    def qp_memory(self, slots=16, flags=0):
+        """A memfd laid out as a QP with `slots` in every ring, sealed against shrinking."""
+        def ring_bytes(slot):
+            return (192 + slots * slot + 63) // 64 * 64
+        offs, at = [], 128
+        for slot in (88, 24, 176, 16):  # receive, arrival, send, CQE rings
+            offs.append(at)
+            at += ring_bytes(slot)
+        total = (at + 4095) // 4096 * 4096
+        fd = os.memfd_create("hand-made-qp", os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, total)
+        import fcntl
+        fcntl.fcntl(fd, 1033, 2)  # F_ADD_SEALS, F_SEAL_SHRINK
+        mem = bytearray(total)
+        struct.pack_into("<IIQQQ", mem, 0, 0x50515256, slots, offs[0], offs[1], at)
+        struct.pack_into("<I", mem, 36, flags)
+        struct.pack_into("<I", mem, 60, slots)
+        struct.pack_into("<QQ", mem, 64, offs[2], offs[3])
+        for off, slot in zip(offs, (88, 24, 176, 16)):
+            struct.pack_into("<IIIIQ", mem, off, 0x52535052, 1, slot, 8, slots)
+        os.pwrite(fd, bytes(mem), 0)
+        return fd, total
+
+    def create_qp(self, flags=0, doorbell=None):
+        fd, total = self.qp_memory(flags=flags)
+        t, body, _ = self.ask("create_qp", struct.pack("<IIQ", self.pd, 0, total), [fd] + ([doorbell] if doorbell else []))
+        return struct.unpack_from("<I", body)[0] if t == self.TYPES["qp_created"] else -struct.unpack_from("<i", body)[0]
+
+    def connect(self, qp, peer):
+        t, body, fds = self.ask("connect_qp", struct.pack("<IIQ16sHHI", qp, peer, self.router_id, bytes(16), 0, 0, 0))
+        return t, fds
+
+
+ROUTER_PATH = 2  # proto::QpFlags::router_path
+
+
+@as_root
+def test_a_client_cannot_make_the_routers_descriptors_block(router):
+    """A router-path QP's kick fd is shared with its owner, who can clear O_NONBLOCK on it and
+    overflow it: the router once read it and hung for good. It is edge-triggered now, never read."""
+    import fcntl
+    r = router()
+    c = RawClient(r.sock)
+    a, b = c.create_qp(ROUTER_PATH), c.create_qp(ROUTER_PATH)
+    t, fds = c.connect(a, b)
+    assert t == RawClient.TYPES["qp_connected"] and fds, t
+    c.connect(b, a)
+    kick = fds[0]
+    fcntl.fcntl(kick, fcntl.F_SETFL, 0)  # blocking, for everyone who shares it
+    os.write(kick, struct.pack("<Q", 1))
+    os.write(kick, struct.pack("<Q", 0xfffffffffffffffd))  # full: the next write of 1 would block
+    assert_served(ping_result(start_ping(r.sock, 2)))
+
+
+@as_root
+@pytest.mark.parametrize("kind", ["pipe", "full blocking eventfd"])
+def test_a_doorbell_cannot_block_or_kill_the_router(router, kind):
+    """A doorbell is the owner's eventfd, which the router writes when the peer goes: a pipe
+    (full, or with its reader gone: SIGPIPE) once hung or killed it. Only an eventfd is taken, and
+    the router's write of it never blocks."""
+    r = router()
+    c = RawClient(r.sock)
+    if kind == "pipe":
+        rd, wr = os.pipe()
+        os.close(rd)
+        qp = c.create_qp(doorbell=wr)
+        assert qp == -22, qp  # EINVAL: a doorbell must be an eventfd
+        return
+    bell = os.eventfd(0)  # blocking
+    os.write(bell, struct.pack("<Q", 0xfffffffffffffffe))  # full
+    a, b = c.create_qp(doorbell=bell), c.create_qp()
+    assert a > 0 and b > 0
+    c.connect(a, b)
+    c.connect(b, a)
+    ping = start_ping(r.sock, 2)
+    c.ask("destroy_qp", struct.pack("<I", b))  # the router rings a's doorbell: it breaks
+    assert_served(ping_result(ping))
+    assert r.proc.poll() is None
+
+
+@as_root
+def test_a_lingering_socket_passed_with_a_request_costs_nothing(router):
+    """Any descriptor can ride on any message; closing a TCP socket with SO_LINGER and unsent
+    data once held the router for as long as the attacker chose. What a client passes that its
+    message does not take is refused and closed off the router's loop."""
+    r = router()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    s.connect(listener.getsockname())
+    peer, _ = listener.accept()
+    s.setblocking(False)
+    try:
+        while True:
+            s.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    s.setblocking(True)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 10))
+    c = RawClient(r.sock)
+    ping = start_ping(r.sock, 2)
+    c.seq += 1
+    socket.send_fds(c.s, [struct.pack("<IHHII", 0x31445256, 4, 4, c.seq, 0)], [s.fileno()])  # alloc_pd
+    s.close()  # the router holds the last reference now
+    t0 = time.time()
+    reply = c.s.recv(4096)
+    assert time.time() - t0 < 0.5
+    assert struct.unpack_from("<H", reply, 6)[0] == RawClient.TYPES["error"]
+    assert b"alloc_pd came with a descriptor of another kind" in reply
+    assert_served(ping_result(ping))
+    peer.close()
+    listener.close()
+
+
+@as_root
+def test_connecting_again_adds_nothing(router):
+    """A router-path QP connected again to the same peer was routed again each time: 20,000
+    repeats made 20,001 router-path QPs of 2, and every turn of the loop longer."""
+    r = router()
+    c = RawClient(r.sock)
+    a, b = c.create_qp(ROUTER_PATH), c.create_qp(ROUTER_PATH)
+    for _ in range(2000):
+        t, fds = c.connect(a, b)
+        assert t == RawClient.TYPES["qp_connected"]
+        for fd in fds:
+            os.close(fd)
+    line = next(l for l in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout.splitlines() if l.startswith("router:"))
+    assert " 1 router-path QPs" in line, line

@@ -58,7 +58,7 @@ Status send_packet(int sock, std::span<const uint8_t> bytes, int fd, int fd2) {
   }
 }
 
-Result<Packet> recv_packet(int sock, size_t max, int timeout_ms) {
+Result<Packet> recv_packet(int sock, size_t max, int timeout_ms, const std::function<void(UniqueFd)>& stray) {
   pollfd p{sock, POLLIN, 0};
   int r;
   while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
@@ -71,23 +71,35 @@ Result<Packet> recv_packet(int sock, size_t max, int timeout_ms) {
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
-  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+  // Room for as many descriptors as a packet can carry (SCM_MAX_FD): any the kernel had to drop
+  // it would close itself, in this thread, where a client's socket or tty could make it wait.
+  alignas(cmsghdr) char ctl[CMSG_SPACE(253 * sizeof(int))] = {};
   m.msg_control = ctl;
   m.msg_controllen = sizeof ctl;
   ssize_t n;
   while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
   if (n < 0) return sys_error("recvmsg");
+  size_t total_fds = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     size_t n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    int fds[2] = {-1, -1};
-    std::memcpy(fds, CMSG_DATA(c), std::min<size_t>(n_fds, 2) * sizeof(int));
-    out.fd.reset(fds[0]);  // taken (and closed with the packet) even when the packet is refused
-    out.fd2.reset(fds[1]);
+    for (size_t k = 0; k < n_fds; ++k, ++total_fds) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
+      UniqueFd taken(fd);
+      if (total_fds == 0) out.fd = std::move(taken);  // taken even when the packet is refused
+      else if (total_fds == 1) out.fd2 = std::move(taken);
+      else if (stray) stray(std::move(taken));
+    }
   }
-  if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || size_t(n) > max)
-    return Status(Errc::io, fmt::format("a packet over {} B (or with more than one descriptor) was refused", max));
+  if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || size_t(n) > max || total_fds > 2) {
+    if (stray) {
+      stray(std::move(out.fd));
+      stray(std::move(out.fd2));
+    }
+    return Status(Errc::io, fmt::format("a packet over {} B (or with more than two descriptors) was refused", max));
+  }
   out.bytes.resize(size_t(n));
   return out;
 }

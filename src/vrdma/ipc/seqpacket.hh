@@ -3,6 +3,7 @@
 // (SCM_RIGHTS: a QP's memory and its doorbell). The socket keeps packet boundaries, so a reader never reassembles anything, and
 // a packet longer than the buffer is refused rather than cut.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,8 +22,11 @@ struct Packet {
   UniqueFd fd, fd2;            // descriptors that came with it, in the order sent
 };
 // Receives one packet of at most `max` bytes, waiting at most `timeout_ms` (-1: no limit).
-// Errc::timeout when none came in time, Errc::peer_gone on a reset.
-Result<Packet> recv_packet(int sock, size_t max, int timeout_ms);
+// Errc::timeout when none came in time, Errc::peer_gone on a reset. Descriptors past two, or
+// with a packet that is refused, go to `stray` when given (a daemon closes what a client sent
+// where that cannot make it wait), else they are closed here.
+Result<Packet> recv_packet(int sock, size_t max, int timeout_ms,
+                           const std::function<void(UniqueFd)>& stray = {});
 
 // A listening socket at `path` (an old socket file there is replaced), readable and writable by
 // everyone: who may use it is decided per connection from SO_PEERCRED.

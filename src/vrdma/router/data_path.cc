@@ -346,19 +346,14 @@ void Router::wake_recv(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->armed.load(std::memory_order_relaxed)) return;
   q.header()->armed.store(0, std::memory_order_relaxed);
-  if (q.doorbell) {
-    uint64_t one = 1;
-    (void)!write(q.doorbell.get(), &one, sizeof one);
-  }
+  ring_doorbell(q.doorbell.get());
 }
 
 void Router::wake_send(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->send_armed.load(std::memory_order_relaxed)) return;
   q.header()->send_armed.store(0, std::memory_order_relaxed);
-  int fd = q.send_doorbell ? q.send_doorbell.get() : q.doorbell.get();
-  uint64_t one = 1;
-  if (fd >= 0) (void)!write(fd, &one, sizeof one);
+  ring_doorbell(q.send_doorbell ? q.send_doorbell.get() : q.doorbell.get());
 }
 
 bool Router::work_waiting(const std::vector<uint32_t>& list) const {

@@ -10,6 +10,7 @@
 #include <rdma/fi_rma.h>
 #include <sys/uio.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
@@ -117,7 +118,14 @@ Status Fabric::post_recv(Context* c) {
   return {};
 }
 
+// libfabric 1.17's tcp provider reads errno after a recv() that returned 0 or a short header on
+// a connection being accepted, and takes a stale EAGAIN (the router's own sockets leave one) for
+// "try later": the dead connection then stays in CLOSE-WAIT, readable for ever, and the router
+// spins on it (raw connections to --listen that close before the handshake did it). Fixed
+// upstream in 2.2 ("prov/tcp: handle the error correctly"); until then errno is cleared before
+// each call that drives the provider's progress.
 bool Fabric::try_wait() {
+  errno = 0;
   fid* f = &cq_->fid;
   return fi_trywait(fabric_, &f, 1) == FI_SUCCESS;
 }
@@ -132,6 +140,7 @@ int Fabric::poll(LinkSink& sink) {
     handled += int(backlog.size());
   }
   fi_cq_msg_entry e[16];
+  errno = 0;  // see try_wait
   ssize_t n = fi_cq_read(cq_, e, 16);
   if (n == -FI_EAVAIL) {
     fi_cq_err_entry err{};

@@ -47,7 +47,9 @@ Router::Reply Router::connect_remote(Session& s, const proto::Message& m, const 
     return error(s, m, EXDEV, "the peer QP is on another host and this router has no --listen address to reach it");
   if (!req.peer_at.port) return error(s, m, EXDEV, "the peer QP is on another host whose router has no --listen address");
   QpEntry& mine = qps_.at(req.qp_num);
-  if (mine.peer) return error(s, m, EISCONN, "the QP is connected to another already");
+  if (mine.peer || mine.peer_gone) return error(s, m, EISCONN, "the QP is connected to another already");
+  for (const auto& [id, pc] : connects_)
+    if (pc.qp == req.qp_num) return error(s, m, EALREADY, "the QP's connect to another host is under way");
   auto v = view_qp(mine.mem.bytes());
   if (!v) return error(s, m, EINVAL, v.status().message());
   uint64_t id = next_req_++;
@@ -143,11 +145,12 @@ void Router::link_connected(const proto::LinkMessage& m) {
   q->second.remote = std::make_unique<RemoteQp>();
   q->second.remote->peer_at = pc.peer_at;
   q->second.remote->peer_router = m.h.from_router;
-  route_qp(q->second, pc.peer_qp);
+  if (!route_qp(q->second, pc.peer_qp))
+    return answer(s->second, error(s->second, req, EMFILE, "the router is out of descriptors for the QP's kick"));
   log(fmt::format("QP {:#x} connected to QP {:#x} at router {}", pc.qp, pc.peer_qp, proto::to_string(pc.peer_at)));
   proto::QpConnected c;
   c.router_path = 1;
-  answer(s->second, {proto::encode(proto::Type::qp_connected, pc.seq, c), kick_fd_of(q->second)});
+  answer(s->second, {proto::encode(proto::Type::qp_connected, pc.seq, c), q->second.kick.get()});
 }
 
 // Our QP `qp`, when it is connected to `from_qp` at router `from_router`; else null.

@@ -1,5 +1,7 @@
 // Queue pairs at the router: it checks who may connect to whom and grants mappings of regions
 // (the direct path); the bytes themselves never pass through here on that path.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,7 +40,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   auto fresh = qp_numbers_.next();
   if (!fresh) return error(s, m, ENOSPC, "this router has issued every QP number it has (2^24 - 1); restart it");
   uint32_t num = *fresh;
-  QpEntry q{num, req.pd, s.id, 0, false, std::move(fd), std::move(doorbell), {}, std::move(*map), req.mem_len};
+  QpEntry q{num, req.pd, s.id, 0, false, std::move(fd), std::move(doorbell), {}, {}, std::move(*map), req.mem_len};
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   if (srq) ++srq->users;
   q.srq = std::move(srq);
@@ -70,14 +72,19 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   if (peer->second.peer == req.qp_num && peer->second.router_path != routed)
     return error(s, m, EINVAL, fmt::format("QP {:#x} connected on the {} path; both sides of a connection take the same path",
                                           req.peer_qp_num, peer->second.router_path ? "router" : "direct"));
+  if (routed && mine.router_path) {  // connected already, to this peer: the same answer, nothing added
+    proto::QpConnected c;
+    c.router_path = 1;
+    return {proto::encode(Type::qp_connected, m.h.seq, c), mine.kick.get()};
+  }
   if (routed) {
     auto v = view_qp(mine.mem.bytes());
     if (!v) return error(s, m, EINVAL, v.status().message());
     mine.view.emplace(*v);
-    route_qp(mine, req.peer_qp_num);
+    if (!route_qp(mine, req.peer_qp_num)) return error(s, m, EMFILE, "the router is out of descriptors for the QP's kick");
     proto::QpConnected c;
     c.router_path = 1;
-    return {proto::encode(Type::qp_connected, m.h.seq, c), kick_fd_of(mine)};
+    return {proto::encode(Type::qp_connected, m.h.seq, c), mine.kick.get()};
   }
   mine.peer = req.peer_qp_num;
   return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get(),
@@ -86,20 +93,35 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
 
 // Cross-host QPs stay with the control thread (it owns the fabric); with data threads, a
 // same-host QP goes to its peer's thread, or to the next in turn.
-void Router::route_qp(QpEntry& q, uint32_t peer) {
-  q.router_path = true;
-  q.peer = peer;
+//
+// The QP gets a kick eventfd of its own, which its owner writes after posting while the router
+// sleeps: it is in the moving thread's epoll edge-triggered, and never read. The router reads no
+// descriptor a client holds (a client can make a shared descriptor blocking; a read of it would
+// then hang the router), and a client that floods or overflows its kick wakes or loses only its own.
+bool Router::route_qp(QpEntry& q, uint32_t peer) {
   auto p = qps_.find(peer);
   bool srq = q.srq || (p != qps_.end() && p->second.srq);  // an SRQ has one consumer: the control thread
-  if (data_.empty() || q.remote || srq) {
+  int thread = data_.empty() || q.remote || srq ? -1
+               : p != qps_.end() && p->second.thread >= 0 ? p->second.thread
+                                                          : int(next_thread_ % data_.size());
+  UniqueFd kick(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  epoll_event ev{EPOLLIN | EPOLLET, {.u64 = thread < 0 ? kKickTag : DataThread::kQpKickTag}};
+  if (!kick || epoll_ctl(thread < 0 ? epoll_.get() : data_[thread]->epoll.get(), EPOLL_CTL_ADD, kick.get(), &ev) < 0)
+    return false;
+  q.kick = std::move(kick);
+  q.router_path = true;
+  q.peer = peer;
+  q.thread = thread;
+  if (thread < 0) {
     routed_.push_back(q.num);
-    return;
+    return true;
   }
-  q.thread = p != qps_.end() && p->second.thread >= 0 ? p->second.thread : int(next_thread_++ % data_.size());
-  data_[q.thread]->qps.push_back(q.num);
+  if (!(p != qps_.end() && p->second.thread >= 0)) ++next_thread_;
+  data_[thread]->qps.push_back(q.num);
   // It may be parked, and this QP was not marked for it when it parked: wake it to look.
   uint64_t one = 1;
-  (void)!write(data_[q.thread]->kick.get(), &one, sizeof one);
+  (void)!write(data_[thread]->kick.get(), &one, sizeof one);
+  return true;
 }
 
 Router::Reply Router::grant(Session& s, const proto::Message& m) {
@@ -153,6 +175,10 @@ void Router::release_qp(uint32_t num) {
   if (it->second.srq) --it->second.srq->users;
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
   if (int t = it->second.thread; t >= 0) std::erase(data_[t]->qps, num);
+  // Out of the epoll before it closes: the owner's copy would keep the registration alive.
+  if (it->second.kick)
+    epoll_ctl(it->second.thread >= 0 ? data_[it->second.thread]->epoll.get() : epoll_.get(), EPOLL_CTL_DEL,
+              it->second.kick.get(), nullptr);
   qps_.erase(it);
 }
 
@@ -198,9 +224,8 @@ Router::Reply Router::send_doorbell(Session& s, const proto::Message& m, UniqueF
 
 // Both CQs of the owner: a broken QP wakes whichever it sleeps on.
 void Router::ring(const QpEntry& q) {
-  uint64_t one = 1;
-  if (q.doorbell) (void)!write(q.doorbell.get(), &one, sizeof one);
-  if (q.send_doorbell) (void)!write(q.send_doorbell.get(), &one, sizeof one);
+  ring_doorbell(q.doorbell.get());
+  ring_doorbell(q.send_doorbell.get());
 }
 
 QpEntry* Router::connected_peer(QpEntry& q) {

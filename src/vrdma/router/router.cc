@@ -24,13 +24,13 @@
 namespace rb::vrdma {
 namespace {
 
-constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60;
 
 Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", what, std::strerror(errno))}; }
 
 }  // namespace
 
 Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
+  signal(SIGPIPE, SIG_IGN);  // a write to a client's closed pipe or socket is an error, not the router's end
   std::unique_ptr<Router> r(new Router(std::move(opts)));
   if (getrandom(&r->router_id_, sizeof r->router_id_, 0) != sizeof r->router_id_) return sys_error("getrandom");
   r->router_id_ |= 1;  // never 0: a client that names no router id means another host's
@@ -41,10 +41,6 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   if (!r->epoll_) return sys_error("epoll_create1");
   epoll_event ev{EPOLLIN, {.u64 = kListenTag}};
   if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->listen_.get(), &ev) < 0) return sys_error("epoll_ctl");
-  r->kick_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!r->kick_) return sys_error("eventfd");
-  epoll_event kick{EPOLLIN, {.u64 = kKickTag}};
-  if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->kick_.get(), &kick) < 0) return sys_error("epoll_ctl");
   r->auth_.set_keys(r->opts_.link_keys);
   if (r->opts_.listen.port) {
     auto f = Fabric::open(r->opts_.fabric, r->opts_.listen);
@@ -83,7 +79,6 @@ void Router::stop_data_threads() {
     if (d->thread.joinable()) d->thread.join();
 }
 
-int Router::kick_fd_of(const QpEntry& q) const { return q.thread >= 0 ? data_[q.thread]->kick.get() : kick_.get(); }
 
 Router::~Router() {
   stop_data_threads();
@@ -194,12 +189,7 @@ Status Router::handle_event(const epoll_event& ev, bool& stop) {
   }
   // A kick or the fabric's fd wakes the loop to look; only what it then moves counts as work
   // worth spinning for (a kick for a throttled QP is not).
-  if (tag == kKickTag) {
-    uint64_t v;
-    while (read(kick_.get(), &v, sizeof v) > 0) {
-    }
-    return {};
-  }
+  if (tag == kKickTag) return {};  // a QP's kick: edge-triggered, never read (see route_qp)
   if (tag == kFabricTag) return {};
   if (tag == kListenTag) return accept_clients();
   auto it = sessions_.find(uint32_t(tag));
@@ -309,11 +299,20 @@ void Router::log_limited(const std::string& key, const std::string& line) {
 }
 
 void Router::serve(Session& s) {
-  auto p = ipc::recv_packet(s.sock.get(), proto::kMaxMessage, 0);
+  auto stray = [this](UniqueFd fd) { closer_->close_later(std::move(fd)); };
+  auto p = ipc::recv_packet(s.sock.get(), proto::kMaxMessage, 0, stray);
   if (!p || p->bytes.empty()) {
     drop(s.id);
     return;
   }
+  struct Leftovers {  // whatever the handler did not take is closed off this thread
+    ipc::Packet& p;
+    FdCloser& c;
+    ~Leftovers() {
+      c.close_later(std::move(p.fd));
+      c.close_later(std::move(p.fd2));
+    }
+  } leftovers{*p, *closer_};
   proto::Parsed parsed = proto::parse(p->bytes);
   if (!parsed.msg) {
     // A client that speaks something else is not served further: nothing it sends can be trusted.
@@ -322,7 +321,27 @@ void Router::serve(Session& s) {
     drop(s.id);
     return;
   }
+  if (auto why = wrong_fds(*parsed.msg, *p)) return answer(s, error(s, *parsed.msg, EINVAL, *why));
   answer(s, handle(s, *parsed.msg, *p));
+}
+
+std::optional<std::string> Router::wrong_fds(const proto::Message& m, const ipc::Packet& p) const {
+  using proto::Type;
+  FdKind want = FdKind::none, want2 = FdKind::none;
+  bool optional = false, optional2 = false;
+  switch (m.type()) {
+    case Type::reg_mr: want = FdKind::memfd, optional = true; break;  // the client's own buffer, or none
+    case Type::create_qp: want = FdKind::memfd, want2 = FdKind::eventfd, optional2 = true; break;
+    case Type::send_doorbell: want = FdKind::eventfd; break;
+    case Type::create_srq: want = FdKind::memfd; break;
+    default: break;
+  }
+  FdKind got = fd_kind(p.fd.get()), got2 = fd_kind(p.fd2.get());
+  if ((got != want && !(optional && got == FdKind::none)) || (got2 != want2 && !(optional2 && got2 == FdKind::none)))
+    return fmt::format("{} came with {}{}; it takes {}{}", proto::type_name(m.type()), fd_kind_name(got),
+                       p.fd2 ? fmt::format(" and {}", fd_kind_name(got2)) : "", fd_kind_name(want),
+                       want2 != FdKind::none ? fmt::format(" and {}", fd_kind_name(want2)) : "");
+  return std::nullopt;
 }
 
 Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p) {
@@ -377,6 +396,7 @@ void Router::drop(uint32_t id) {
                     s.pds.size(), s.mrs.size()));
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
+  closer_->close_later(std::move(s.sock));  // descriptors still queued in it close with it
   if (auto c = clients_of_uid_.find(s.uid); c != clients_of_uid_.end() && --c->second == 0) clients_of_uid_.erase(c);
   sessions_.erase(it);
   resume_accepting();  // a descriptor came free

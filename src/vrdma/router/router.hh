@@ -26,6 +26,7 @@
 #include "vrdma/lib/qp_view.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/proto/qp_layout.hh"
+#include "vrdma/router/client_fds.hh"
 #include "vrdma/router/fabric.hh"
 #include "vrdma/router/link_auth.hh"
 #include "vrdma/router/qp_numbers.hh"
@@ -142,6 +143,7 @@ struct QpEntry {
   UniqueFd fd;                          // its shared memory (the owner's memfd), for the peer
   UniqueFd doorbell;                    // an eventfd of the owner's recv CQ (may be absent)
   UniqueFd send_doorbell;               // its send CQ's, where that is another CQ
+  UniqueFd kick;                        // router path: its owner writes it after a post (see route_qp)
   Mapping mem;                          // mapped here to mark it broken or bump its grant epoch
   uint64_t len = 0;
   uint32_t flags = 0;         // proto::QpFlags as the owner set them at creation
@@ -184,7 +186,8 @@ struct TenantUsage {
 struct DataThread {
   std::mutex mu;  // held while it moves; the control thread holds every one while it changes state
   std::vector<uint32_t> qps;
-  UniqueFd kick, epoll;  // clients of its QPs kick it; it parks on epoll (kick and stop)
+  UniqueFd kick, epoll;  // the control thread kicks it; it parks on epoll (kick, stop, its QPs' kicks)
+  static constexpr uint64_t kQpKickTag = 2;
   std::atomic<uint64_t> turns{0};  // turns that moved something
   std::thread thread;
 };
@@ -200,6 +203,8 @@ class Router final : private LinkSink {
 
  private:
   explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
+  // What woke the control thread's epoll (a session's events carry its id, below 2^32).
+  static constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60;
   Status accept_clients();
   Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
@@ -212,6 +217,8 @@ class Router final : private LinkSink {
     bool later = false;  // the answer comes when another router has answered
   };
   Reply handle(Session& s, const proto::Message& m, ipc::Packet& p);
+  // The descriptors that came with `m` are of the kinds its type takes (else an error why).
+  std::optional<std::string> wrong_fds(const proto::Message& m, const ipc::Packet& p) const;
   Reply hello(Session& s, const proto::Message& m);
   Reply alloc_pd(Session& s, const proto::Message& m);
   Reply dealloc_pd(Session& s, const proto::Message& m);
@@ -250,7 +257,6 @@ class Router final : private LinkSink {
   void run_data(DataThread& d);
   Status start_data_threads();
   void stop_data_threads();
-  int kick_fd_of(const QpEntry& q) const;
   // How long the loop may sleep: -1 with nothing deferred, else until the next tokens.
   void set_parked(const std::vector<uint32_t>& list, bool parked);
   bool work_waiting(const std::vector<uint32_t>& list) const;
@@ -258,7 +264,7 @@ class Router final : private LinkSink {
   void wake_recv(QpEntry& q);
   void wake_send(QpEntry& q);
   Reply error(Session& s, const proto::Message& m, int err, const std::string& why);
-  void route_qp(QpEntry& q, uint32_t peer);
+  bool route_qp(QpEntry& q, uint32_t peer);  // false: out of descriptors
 
   // QPs across hosts (link_control.cc: connect, keys, revocation; remote_path.cc: requests).
   struct PendingConnect {
@@ -305,6 +311,8 @@ class Router final : private LinkSink {
   uint32_t fresh_key(uint32_t mask = ~0u);
   void log(const std::string& line) const;
 
+  // Declared first, destroyed last: what closes a client's descriptors outlives them all.
+  std::unique_ptr<FdCloser> closer_ = std::make_unique<FdCloser>();
   RouterOptions opts_;
   UniqueFd listen_, epoll_;
   // Before the sessions and the released regions: their registrations close while it is open.
@@ -329,7 +337,6 @@ class Router final : private LinkSink {
   std::map<std::string, std::pair<int64_t, uint64_t>> log_limits_;  // key -> (last line, left out since)
   std::map<uint32_t, std::shared_ptr<SrqEntry>> srqs_;  // every SRQ, by number
   std::vector<uint32_t> routed_;     // the QPs on the router path
-  UniqueFd kick_;                    // an eventfd clients write after posting while we are parked
   bool deferred_ = false;            // a request waits for tokens (or a receive)
   std::vector<std::unique_ptr<DataThread>> data_;
   std::atomic<bool> stopping_{false};
