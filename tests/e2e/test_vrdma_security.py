@@ -574,3 +574,15 @@ def test_connecting_again_adds_nothing(router):
             os.close(fd)
     line = next(l for l in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout.splitlines() if l.startswith("router:"))
     assert " 1 router-path QPs" in line, line
+
+
+@as_root
+def test_large_copies_are_shared_out_in_turns(router):
+    """A tenant's 256 MiB router-path WRITEs, 16 at once, held the loop for the whole batch (a
+    second): a QP moves at most 1 MiB a turn, so another tenant waits one such copy at most."""
+    r = router()
+    ping = start_ping(r.sock, 4)
+    time.sleep(0.5)
+    out = hostile(r.sock, "big-writes", 16, 256 << 20, user=NOBODY)
+    assert out["ok"] == "16", out
+    assert_served(ping_result(ping))

@@ -10,6 +10,8 @@
  *                                          send ring, then a good WRITE: "status=S next=S2"
  *   vrdma_hostile SOCKET huge-write        a router-path WRITE of 4 GiB + 4 KiB (two SGEs over
  *                                          one 2 GiB region): "status=S ms=T"
+ *   vrdma_hostile SOCKET big-writes N BYTES  N router-path WRITEs of BYTES each, posted at once:
+ *                                          "ok=N ms=T"
  *   vrdma_hostile SOCKET flood SECONDS     router-path WRITEs posted as fast as they complete for
  *                                          SECONDS (a throttled tenant): "ops=N"
  *   vrdma_hostile SOCKET stuck SECONDS     router-path WRITEs to a QP that never connects back, left
@@ -233,6 +235,26 @@ static int huge_write(struct vrdma_context* ctx) {
   return 0;
 }
 
+static int big_writes(struct vrdma_context* ctx, int n, size_t bytes) {
+  struct pair p;
+  if (router_pair(ctx, &p, 64)) return die("pair");
+  struct vrdma_mr* src = vrdma_alloc_mr(p.pd, bytes, VRDMA_ACCESS_LOCAL_WRITE);
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(p.pd, bytes, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE) : NULL;
+  if (!dst) return die("regions");
+  memset(src->addr, 0x5a, bytes);
+  double t0 = now_ms();
+  for (int i = 0; i < n; ++i)
+    if (post_write(p.a, src, dst, (uint32_t)bytes, (uint64_t)i)) return die("post_send");
+  int ok = 0;
+  for (int i = 0; i < n; ++i) {
+    struct vrdma_wc w;
+    if (wait_one(p.cq, &w)) return die("no completion");
+    ok += w.status == VRDMA_WC_SUCCESS;
+  }
+  printf("ok=%d ms=%.0f\n", ok, now_ms() - t0);
+  return 0;
+}
+
 static int flood(struct vrdma_context* ctx, double seconds) {
   struct pair p;
   if (router_pair(ctx, &p, 64)) return die("pair");
@@ -341,6 +363,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "mr-churn") == 0) rc = mr_churn(ctx, atol(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 65536);
   else if (strcmp(mode, "bad-opcode") == 0) rc = bad_opcode(ctx);
   else if (strcmp(mode, "huge-write") == 0) rc = huge_write(ctx);
+  else if (strcmp(mode, "big-writes") == 0) rc = big_writes(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20);
   else if (strcmp(mode, "flood") == 0) rc = flood(ctx, atof(a1));
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);

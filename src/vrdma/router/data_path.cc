@@ -39,8 +39,33 @@ constexpr double kBurstS = 0.05;  // a bucket holds this many seconds of its rat
 struct Outcome {
   int status = VRDMA_WC_SUCCESS;
   uint32_t byte_len = 0;
-  bool wait = false;  // no receive yet (RNR) or no room for the answer: try again later
+  bool wait = false;     // no receive yet (RNR) or no room for the answer: try again later
+  bool partial = false;  // `step` more bytes moved, the rest next turn (see kTurnBytes)
+  uint64_t step = 0;     // bytes moved this turn
 };
+
+// The pieces of `in` that hold its bytes [skip, skip + len); how many.
+int slice(const Piece* in, int n, uint64_t skip, uint64_t len, Piece* out) {
+  int k = 0;
+  for (int i = 0; i < n && len; ++i) {
+    if (skip >= in[i].len) {
+      skip -= in[i].len;
+      continue;
+    }
+    uint64_t take = std::min(in[i].len - skip, len);
+    out[k++] = {in[i].p + skip, take};
+    skip = 0;
+    len -= take;
+  }
+  return k;
+}
+
+// Bytes [skip, skip + len) of the list `from` into the same bytes of the list `to`.
+void copy_range(const Piece* from, int nfrom, const Piece* to, int nto, uint64_t skip, uint64_t len) {
+  Piece f[proto::kMaxSge], t[proto::kMaxSge];
+  int nf = slice(from, nfrom, skip, len, f), nt = slice(to, nto, skip, len, t);
+  copy_pieces(f, nf, t, nt);
+}
 
 bool is_send(uint8_t op) { return op == VRDMA_WR_SEND || op == VRDMA_WR_SEND_WITH_IMM; }
 
@@ -50,8 +75,9 @@ uint8_t* atomic_target(uint8_t* p) { return p && reinterpret_cast<uintptr_t>(p) 
 
 class Mover {
  public:
-  Mover(const Session& me, const QpEntry& q, const Session& them, QpEntry& peer)
-      : me_(me), q_(q), them_(them), peer_(peer) {}
+  // `done`: bytes of this request moved in earlier turns; `budget`: at most this many now.
+  Mover(const Session& me, const QpEntry& q, const Session& them, QpEntry& peer, uint64_t done, uint64_t budget)
+      : me_(me), q_(q), them_(them), peer_(peer), done_(done), budget_(budget) {}
 
   // The request's local side: its SGEs (or inline bytes) as pieces of our mappings.
   bool gather(proto::SendEntry& e, uint32_t need) {
@@ -100,17 +126,28 @@ class Mover {
     if (imm && peer_.view->arrivals.size() >= peer_.view->arrivals.capacity()) return {0, 0, true};
     if (imm && !(peer_.flags & proto::imm_without_recv) && !next_receive()) return rnr();
     Piece to{dst, total_};
-    copy_pieces(pieces_, n_, &to, 1);
-    if (!imm) return {VRDMA_WC_SUCCESS, uint32_t(total_)};
+    if (Outcome o; move(pieces_, n_, &to, 1, o)) return o;
+    if (!imm) return {VRDMA_WC_SUCCESS, uint32_t(total_), false, false, step_};
     return deliver(e, false);
+  }
+
+  // Moves the next part of the request, at most the turn's budget; true (and `o` says so) when
+  // more is left for later turns.
+  bool move(const Piece* from, int nfrom, const Piece* to, int nto, Outcome& o) {
+    uint64_t left = total_ > done_ ? total_ - done_ : 0;
+    step_ = std::min(left, budget_);
+    copy_range(from, nfrom, to, nto, done_, step_);
+    if (step_ == left) return false;
+    o = {VRDMA_WC_SUCCESS, 0, false, true, step_};
+    return true;
   }
 
   Outcome read(proto::SendEntry& e) {
     uint8_t* src = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_read);
     if (!src) return {VRDMA_WC_REM_ACCESS_ERR};
     Piece from{src, total_};
-    copy_pieces(&from, 1, pieces_, n_);
-    return {VRDMA_WC_SUCCESS, uint32_t(total_)};
+    if (Outcome o; move(&from, 1, pieces_, n_, o)) return o;
+    return {VRDMA_WC_SUCCESS, uint32_t(total_), false, false, step_};
   }
 
   Outcome atomic(proto::SendEntry& e) {
@@ -119,7 +156,7 @@ class Mover {
     if (!t) return {VRDMA_WC_REM_ACCESS_ERR};
     uint64_t old = apply_atomic(t, e.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD, e.compare_add, e.swap);
     std::memcpy(pieces_[0].p, &old, 8);
-    return {VRDMA_WC_SUCCESS, 8};
+    return {VRDMA_WC_SUCCESS, 8, false, false, 8};
   }
 
   bool next_receive() { return vrdma::next_receive(peer_, recv_); }
@@ -142,7 +179,7 @@ class Mover {
                      : e.opcode == VRDMA_WR_SEND   ? proto::ArrivalKind::send
                                                    : proto::ArrivalKind::send_imm);
     a.byte_len = uint32_t(total_);
-    Outcome o{VRDMA_WC_SUCCESS, uint32_t(total_)};
+    Outcome o{VRDMA_WC_SUCCESS, uint32_t(total_), false, false, with_data ? 0 : step_};
     bool unbound = !with_data && (peer_.flags & proto::imm_without_recv);
     if (peer_.view->arrivals.size() >= peer_.view->arrivals.capacity()) return {0, 0, true};
     if (unbound) {
@@ -151,14 +188,15 @@ class Mover {
       if (!next_receive()) return rnr();
       peer_.rnr_since_ns = 0;
       a.recv_seq = recv_.seq;
-      if (with_data) fill(a, o);
+      if (with_data && fill(a, o)) return o;  // more of it next turn: the receive stays in place
       receive_ring(peer_).pop(recv_);
     }
     peer_.view->arrivals.push(a);
     return o;
   }
 
-  void fill(proto::Arrival& a, Outcome& o) {
+  // True when part of the message is left for later turns (`o` says so).
+  bool fill(proto::Arrival& a, Outcome& o) {
     Piece to[proto::kMaxSge];
     uint32_t n = std::min(recv_.nsge, proto::kMaxSge);
     uint64_t room = 0;
@@ -167,7 +205,7 @@ class Mover {
       if (!p) {
         a.status = uint8_t(proto::ArrivalStatus::bad_buffer);
         o.status = VRDMA_WC_REM_ACCESS_ERR;
-        return;
+        return false;
       }
       to[i] = {p, recv_.sge[i].len};
       room += recv_.sge[i].len;
@@ -175,9 +213,11 @@ class Mover {
     if (room < total_) {
       a.status = uint8_t(proto::ArrivalStatus::too_long);
       o.status = VRDMA_WC_REM_INV_REQ_ERR;
-      return;
+      return false;
     }
-    copy_pieces(pieces_, n_, to, int(n));
+    if (move(pieces_, n_, to, int(n), o)) return true;
+    o.step = step_;
+    return false;
   }
 
   const Session& me_;
@@ -187,6 +227,7 @@ class Mover {
   Piece pieces_[proto::kMaxSge] = {};
   int n_ = 0;
   uint64_t total_ = 0;
+  uint64_t done_, budget_, step_ = 0;
   proto::RecvEntry recv_;
 };
 
@@ -287,7 +328,9 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
   proto::QpHeader* h = q.header();
   proto::SendEntry e;
   int done = 0;
-  for (; done < kBatch && q.view->sends.peek(e); ++done) {
+  uint64_t budget = kTurnBytes;
+  bool moved = false;
+  for (; done < kBatch && budget && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
       deferred_ = q.waiting = true;
       break;
@@ -303,19 +346,26 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
         deferred_ = q.waiting = true;
         break;
       }
-      o = Mover(me, q, them, peer).run(e);
+      o = Mover(me, q, them, peer, q.head_done, budget).run(e);
       if (o.wait) {
         deferred_ = q.waiting = true;
         break;
       }
-      charge(u, q, me.tenant, now, o.byte_len);
+      charge(u, q, me.tenant, now, o.step);
+      budget -= std::min(budget, std::max<uint64_t>(o.step, 1));
+      if (o.partial) {  // the rest of it next turn: other QPs (and tenants) get theirs first
+        q.head_done += o.step;
+        moved = true;
+        break;
+      }
     }
+    q.head_done = 0;
     q.view->sends.pop(e);
     complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
     if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake_recv(peer);
   }
   if (done) wake_send(q);
-  return done > 0;
+  return done > 0 || moved;
 }
 
 // A QP whose peer has gone: its requests wait out the peer timeout (see peer_lost), then the

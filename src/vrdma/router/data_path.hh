@@ -26,6 +26,11 @@ inline bool is_atomic(uint8_t op) { return op == VRDMA_WR_ATOMIC_FETCH_AND_ADD |
 // taken for something it is not.
 inline bool known_opcode(uint8_t op) { return op >= VRDMA_WR_RDMA_WRITE && op <= VRDMA_WR_ATOMIC_FETCH_AND_ADD; }
 
+// Bytes one QP moves in one turn of the loop: a larger request is moved over several turns, so
+// a tenant's 2 GiB WRITE delays another's next request by one such copy (about 0.1 ms), not by
+// the whole of it.
+constexpr uint64_t kTurnBytes = 1 << 20;
+
 constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
 constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
 constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking

@@ -8,8 +8,10 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -75,6 +77,7 @@ Result<std::unique_ptr<Fabric>> Fabric::open(const std::string& provider, const 
   fi_info* i = f->info_;
   f->virt_addr_ = i->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
   f->prov_key_ = i->domain_attr->mr_mode & FI_MR_PROV_KEY;
+  f->key_bytes_ = std::min<size_t>(i->domain_attr->mr_key_size ? i->domain_attr->mr_key_size : 8, 8);
   auto fail = [&](const char* what, int r) {
     return Status(Errc::io, fmt::format("--fabric {}: {}: {}", provider, what, fi_error(r)));
   };
@@ -311,14 +314,20 @@ Status Fabric::read(const proto::RouterAddress& to, std::span<const LocalPiece> 
   return rma(false, to, local, addr, key, cookie, sink);
 }
 
-Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint64_t key, uint32_t region_access) {
+Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint32_t region_access) {
   fid_mr* mr = nullptr;
   // Other routers may read any region: the target's router pulls a SEND's payload (over 4 KiB)
   // out of the sender's own region, which has no remote access of its own. They may write only
   // where the region grants remote write: no peer router can put bytes where a WRITE may not.
   uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ;
   if (region_access & proto::remote_write) access |= FI_REMOTE_WRITE;
-  int rc = fi_mr_reg(domain_, p, len, access, 0, prov_key_ ? 0 : key, 0, &mr, nullptr);
+  int rc = -FI_ENOKEY;
+  for (int tries = 0; rc == -FI_ENOKEY && tries < 8; ++tries) {  // a drawn key may be in use: draw again
+    uint64_t key = 0;
+    if (!prov_key_ && getrandom(&key, key_bytes_, 0) != ssize_t(key_bytes_))
+      return Status(Errc::io, "getrandom for a registration key failed");
+    rc = fi_mr_reg(domain_, p, len, access, 0, prov_key_ ? 0 : key, 0, &mr, nullptr);
+  }
   if (rc) return Status(Errc::io, fmt::format("fi_mr_reg of {} B: {}", len, fi_error(rc)));
   return std::make_unique<FabricMr>(mr, fi_mr_key(mr), virt_addr_ ? reinterpret_cast<uint64_t>(p) : 0);
 }

@@ -71,8 +71,10 @@ class Fabric {
 
   // Registers a tenant's region: this router may read and write it (it moves the bytes of the
   // owner's own requests); other routers may read it (they pull SEND payloads) and write it only
-  // where `access` (proto::Access) grants remote write.
-  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint64_t key, uint32_t access);
+  // where `access` (proto::Access) grants remote write. Its key is the provider's, or one this
+  // router draws at random over all the bits the provider takes (64 with tcp): not the 32-bit
+  // rkey, so a host that reaches the fabric but not the authenticated link cannot guess it.
+  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint32_t access);
 
   // Queues a copy of `bytes` to the router at `to`, and never waits: a post the provider cannot
   // take now (-FI_EAGAIN: a connection being made, a full queue) waits in a queue of that
@@ -122,6 +124,7 @@ class Fabric {
   fid_ep* ep_ = nullptr;
   int wait_fd_ = -1;
   bool virt_addr_ = false, prov_key_ = false;
+  size_t key_bytes_ = 8;  // what the provider takes of a requested key
   std::map<std::vector<uint8_t>, uint64_t> addrs_;  // RouterAddress bytes -> fi_addr_t
   std::vector<std::unique_ptr<Context>> recvs_;
   std::map<Context*, std::unique_ptr<Context>> in_flight_;  // sends and RMAs, until completed

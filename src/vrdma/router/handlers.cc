@@ -24,7 +24,7 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   auto t = opts_.tenants.of_uid(s.uid);
   if (!t) {
     ++usage_["(no tenant)"].refused_clients;
-    log(fmt::format("client pid {} refused: {}", s.pid, t.status().message()));
+    log_limited(fmt::format("refused {}", s.uid), fmt::format("client pid {} refused: {}", s.pid, t.status().message()));
     return error(s, m, EPERM, t.status().message());
   }
   s.tenant = *t;
@@ -38,11 +38,14 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   w.router_id = router_id_;
   w.direct = s.tenant.direct && !s.tenant.rate_limited();  // rate limits are enforced on the router path
   w.listen = opts_.listen;
-  log(fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
+  log_limited(fmt::format("hello {}", s.uid), fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
   return {proto::encode(Type::welcome, m.h.seq, w)};
 }
 
 Router::Reply Router::alloc_pd(Session& s, const proto::Message& m) {
+  TenantUsage& u = usage_[s.tenant.name];
+  if (s.tenant.max_pds && u.pds + 1 > s.tenant.max_pds)
+    return error(s, m, ENOMEM, fmt::format("tenant {} has {} PDs, its max_pds", s.tenant.name, u.pds));
   uint32_t id = fresh_key();
   s.pds.insert(id);
   ++usage_[s.tenant.name].pds;
@@ -54,6 +57,10 @@ Router::Reply Router::dealloc_pd(Session& s, const proto::Message& m) {
   if (!s.pds.count(id)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", id));
   for (const auto& [lkey, mr] : s.mrs)
     if (mr.pd == id) return error(s, m, EBUSY, fmt::format("PD {:#x} still has memory regions (lkey {:#x})", id, lkey));
+  for (uint32_t n : s.qps)
+    if (qps_.at(n).pd == id) return error(s, m, EBUSY, fmt::format("PD {:#x} still has QP {:#x}", id, n));
+  for (uint32_t n : s.srqs)
+    if (srqs_.at(n)->pd == id) return error(s, m, EBUSY, fmt::format("PD {:#x} still has SRQ {:#x}", id, n));
   s.pds.erase(id);
   keys_in_use_.erase(id);
   --usage_[s.tenant.name].pds;
@@ -95,7 +102,7 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va,
                       std::make_shared<RegionBacking>(RegionBacking{std::move(*mem), nullptr})};
   if (fabric_) {  // the routers of other hosts reach it with one RMA, with the access it grants
-    auto fm = fabric_->register_region(e.data(), e.mem().mapped_size(), e.rkey, e.access);
+    auto fm = fabric_->register_region(e.data(), e.mem().mapped_size(), e.access);
     if (!fm) {
       keys_in_use_.erase(e.lkey);
       keys_in_use_.erase(e.rkey);

@@ -185,6 +185,9 @@ void Router::release_qp(uint32_t num) {
 Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& fd) {
   auto req = m.as<proto::CreateSrq>();
   if (!s.pds.count(req.pd)) return error(s, m, EINVAL, fmt::format("PD {:#x} is not one of this client's", req.pd));
+  TenantUsage& u = usage_[s.tenant.name];
+  if (s.tenant.max_qps && u.srqs + 1 > s.tenant.max_qps)
+    return error(s, m, ENOMEM, fmt::format("tenant {} has {} SRQs; max_qps caps SRQs too", s.tenant.name, u.srqs));
   if (!fd) return error(s, m, EINVAL, "create_srq came without the SRQ's memory");
   if (req.mem_len > (64ull << 20)) return error(s, m, EINVAL, fmt::format("SRQ memory of {} B: give at most 64 MiB", req.mem_len));
   auto map = Mapping::map(fd.get(), req.mem_len, false);  // sealed: the client cannot shrink it under us
@@ -201,6 +204,7 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   e->ring.emplace(*ring);
   srqs_.emplace(e->num, e);
   s.srqs.insert(e->num);
+  ++u.srqs;
   return {proto::encode(Type::handle, m.h.seq, proto::Handle{e->num})};
 }
 
@@ -211,6 +215,7 @@ Router::Reply Router::destroy_srq(Session& s, const proto::Message& m) {
     return error(s, m, EBUSY, fmt::format("SRQ {:#x} has {} QP{}; destroy them first", num, n, n == 1 ? "" : "s"));
   srqs_.erase(num);
   s.srqs.erase(num);
+  --usage_[s.tenant.name].srqs;
   return {proto::encode(Type::done, m.h.seq)};
 }
 

@@ -285,17 +285,25 @@ int64_t Router::next_deadline_ns() const {
   return due;
 }
 
+// Up to kLogBurst lines a second for each key; past that they are counted, and the next line
+// that goes out says how many were left out.
+constexpr int kLogBurst = 10;
+
 void Router::log_limited(const std::string& key, const std::string& line) {
-  auto& [last, left_out] = log_limits_[key];
+  if (log_limits_.size() > 1024 && !log_limits_.count(key)) log_limits_.clear();  // keys are bounded
+  LogLimit& l = log_limits_[key];
   int64_t now = now_ns();
-  if (last && now - last < 1'000'000'000) {
-    ++left_out;
+  if (now - l.since_ns >= 1'000'000'000) {
+    l.since_ns = now;
+    l.lines = 0;
+  }
+  if (l.lines >= kLogBurst) {
+    ++l.left_out;
     return;
   }
-  log(left_out ? fmt::format("{} ({} more like it in the last second)", line, left_out) : line);
-  last = now;
-  left_out = 0;
-  if (log_limits_.size() > 1024) log_limits_.clear();  // keys are bounded: forget old ones
+  ++l.lines;
+  log(l.left_out ? fmt::format("{} ({} more like it left out)", line, l.left_out) : line);
+  l.left_out = 0;
 }
 
 void Router::serve(Session& s) {
@@ -316,7 +324,8 @@ void Router::serve(Session& s) {
   proto::Parsed parsed = proto::parse(p->bytes);
   if (!parsed.msg) {
     // A client that speaks something else is not served further: nothing it sends can be trusted.
-    log(fmt::format("client {} (pid {}, uid {}): {}; disconnected", s.id, s.pid, s.uid, parsed.error));
+    log_limited(fmt::format("garbage {}", s.uid),
+                fmt::format("client {} (pid {}, uid {}): {}; disconnected", s.id, s.pid, s.uid, parsed.error));
     if (s.welcomed) ++usage_[s.tenant.name].errors;
     drop(s.id);
     return;
@@ -386,13 +395,14 @@ void Router::drop(uint32_t id) {
     revoke_grants_of(s);
     for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
     for (uint32_t n : s.srqs) srqs_.erase(n);
+    u.srqs -= s.srqs.size();
     for (auto& [lkey, mr] : s.mrs) {
       u.reg_bytes -= mr.len;
       keys_in_use_.erase(mr.lkey);
       keys_in_use_.erase(mr.rkey);
       release_region(s.tenant.name, mr);
     }
-    log(fmt::format("client {} (pid {}, tenant {}) gone: released {} PDs, {} MRs", s.id, s.pid, s.tenant.name,
+    log_limited(fmt::format("gone {}", s.uid), fmt::format("client {} (pid {}, tenant {}) gone: released {} PDs, {} MRs", s.id, s.pid, s.tenant.name,
                     s.pds.size(), s.mrs.size()));
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
@@ -432,7 +442,9 @@ std::string Router::stats_text(const std::string* only) const {
     else out += row;
   }
   if (left_out) out += fmt::format("({} more tenants)\n", left_out);
-  if (!only) out += links_text();
+  if (only) return out;  // the links and the router's own figures are the operator's
+  std::string links = links_text();
+  out += out.size() + links.size() + 160 <= kRoom ? links : fmt::format("({} links: too many to show)\n", peers_.size());
   // The router's own CPU since it started: the cost of being the NIC.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -153,6 +153,7 @@ struct QpEntry {
   int64_t throttled_since_ns = 0;  // router path: the head has waited for its tenant's tokens since
   int64_t peer_lost_ns = 0;        // router path: when we learned the peer had gone (see peer_lost)
   bool waiting = false;            // router path: its head request waits (tokens, a receive, room): no reason to spin
+  uint64_t head_done = 0;          // router path: bytes of its head request moved in earlier turns
   TokenBuckets tokens;             // router path: the tenant's per-QP rates
   int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
@@ -171,7 +172,7 @@ struct Session {
 };
 
 struct TenantUsage {
-  uint64_t clients = 0, pds = 0, mrs = 0, qps = 0, reg_bytes = 0;
+  uint64_t clients = 0, pds = 0, mrs = 0, qps = 0, srqs = 0, reg_bytes = 0;
   // Regions released but still held for the fabric's grace period: they count against the
   // tenant's max_reg_bytes and max_mrs until they go, so churn cannot hold more than the limits.
   uint64_t held_mrs = 0, held_bytes = 0;
@@ -242,7 +243,7 @@ class Router final : private LinkSink {
   // ns from now; -1: nothing is due.
   int64_t next_deadline_ns() const;
   void drop_silent_clients();
-  // A log line that may repeat: at most one a second for `key`, with a count of those left out.
+  // A log line that may repeat: at most a few a second for `key`, with a count of those left out.
   void log_limited(const std::string& key, const std::string& line);
   void resume_accepting();
   void ring(const QpEntry& q);
@@ -334,7 +335,12 @@ class Router final : private LinkSink {
   std::map<uint32_t, uint32_t> clients_of_uid_;  // connections held, by uid (max_clients_per_uid)
   bool accepting_ = true;             // false while out of descriptors: the listen socket is off epoll
   int64_t accept_again_ns_ = 0;
-  std::map<std::string, std::pair<int64_t, uint64_t>> log_limits_;  // key -> (last line, left out since)
+  struct LogLimit {
+    int64_t since_ns = 0;  // this second's start
+    int lines = 0;         // lines out in it
+    uint64_t left_out = 0;
+  };
+  std::map<std::string, LogLimit> log_limits_;
   std::map<uint32_t, std::shared_ptr<SrqEntry>> srqs_;  // every SRQ, by number
   std::vector<uint32_t> routed_;     // the QPs on the router path
   bool deferred_ = false;            // a request waits for tokens (or a receive)

@@ -50,11 +50,11 @@ Result<uint32_t> uid_field(const toml::node& n, const std::string& where) {
 
 Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const TenantDefaults& d) {
   static const std::set<std::string> known = {"name", "uids", "rate_bytes", "rate_ops", "qp_rate_bytes",
-                                              "qp_rate_ops", "max_qps", "max_mrs", "max_reg_bytes", "path"};
+                                              "qp_rate_ops", "max_qps", "max_mrs", "max_pds", "max_reg_bytes", "path"};
   for (auto&& [k, v] : t)
     if (!known.count(std::string(k.str())))
       return bad(where, fmt::format("unknown key \"{}\" (keys: name, uids, rate_bytes, rate_ops, qp_rate_bytes, qp_rate_ops, "
-                                                "max_qps, max_mrs, max_reg_bytes, path)",
+                                                "max_qps, max_mrs, max_pds, max_reg_bytes, path)",
                                     k.str()));
   Tenant out;
   auto name = t["name"].value<std::string>();
@@ -73,7 +73,7 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const T
     into = *r;
     return {};
   };
-  uint64_t qps = 0, mrs = 0;
+  uint64_t qps = 0, mrs = 0, pds = 0;
   if (Status s = take(size_field(t.get("rate_bytes"), where + ".rate_bytes"), out.rate_bytes); !s) return s;
   if (Status s = take(count_field(t.get("rate_ops"), where + ".rate_ops", 1ull << 40), out.rate_ops); !s) return s;
   if (Status s = take(size_field(t.get("qp_rate_bytes"), where + ".qp_rate_bytes"), out.qp_rate_bytes); !s) return s;
@@ -81,11 +81,13 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const T
     return s;
   if (Status s = take(count_field(t.get("max_qps"), where + ".max_qps", 1u << 20, d.max_qps), qps); !s) return s;
   if (Status s = take(count_field(t.get("max_mrs"), where + ".max_mrs", 1u << 20, d.max_mrs), mrs); !s) return s;
+  if (Status s = take(count_field(t.get("max_pds"), where + ".max_pds", 1u << 20, d.max_pds), pds); !s) return s;
   if (Status s = take(size_field(t.get("max_reg_bytes"), where + ".max_reg_bytes", d.max_reg_bytes), out.max_reg_bytes);
       !s)
     return s;
   out.max_qps = uint32_t(qps);
   out.max_mrs = uint32_t(mrs);
+  out.max_pds = uint32_t(pds);
   if (const toml::node* p = t.get("path")) {
     auto v = p->value<std::string>();
     if (!v || (*v != "direct" && *v != "router"))
@@ -190,6 +192,7 @@ Result<Tenant> Tenants::of_uid(uint32_t uid) const {
     t.uids = {uid};
     t.max_qps = defaults_.max_qps;
     t.max_mrs = defaults_.max_mrs;
+    t.max_pds = defaults_.max_pds;
     t.max_reg_bytes = defaults_.max_reg_bytes;
     return t;
   }

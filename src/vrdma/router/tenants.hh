@@ -9,8 +9,9 @@
 //   rate_ops = 100000      # work requests per second (0 or absent: unlimited)
 //   qp_rate_bytes = "100M" # the same, for each of its QPs alone (0 or absent: unlimited)
 //   qp_rate_ops = 10000
-//   max_qps = 16           # QPs at once (absent: 1024; 0: unlimited)
+//   max_qps = 16           # QPs at once, and SRQs at once (absent: 1024; 0: unlimited)
 //   max_mrs = 256          # memory regions at once (absent: 4096; 0: unlimited)
+//   max_pds = 64           # protection domains at once (absent: 1024; 0: unlimited)
 //   max_reg_bytes = "4G"   # registered memory at once (absent: a quarter of the host's; 0: unlimited)
 //   path = "direct"        # same-host peers: "direct" (the default) or "router"
 //
@@ -37,6 +38,7 @@ struct Tenant {
   uint64_t qp_rate_bytes = 0, qp_rate_ops = 0;  // per QP, per second; 0: unlimited
   uint32_t max_qps = 0;                   // 0: unlimited
   uint32_t max_mrs = 0;                   // 0: unlimited
+  uint32_t max_pds = 0;                   // 0: unlimited
   uint64_t max_reg_bytes = 0;             // 0: unlimited
   bool direct = true;                     // same-host peers may map each other's regions
   bool rate_limited() const { return rate_bytes || rate_ops || qp_rate_bytes || qp_rate_ops; }
@@ -46,6 +48,7 @@ struct Tenant {
 struct TenantDefaults {
   uint32_t max_qps = 1024;
   uint32_t max_mrs = 4096;
+  uint32_t max_pds = 1024;
   uint64_t max_reg_bytes = 0;  // set from the host's memory: a quarter of it
 };
 TenantDefaults tenant_defaults();
