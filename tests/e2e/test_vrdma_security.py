@@ -43,13 +43,23 @@ def assert_served(result, stall_ms=100):
 
 
 @as_root
-def test_a_qp_number_is_never_issued_twice(router):
+def test_a_qp_number_is_never_issued_twice(router, world):
     """A destroyed QP's number is never reissued: a peer that still names it reaches nothing, never
-    another tenant's new QP. 15,000 QPs drawn from 24 random bits would repeat (birthday bound:
-    99.9%); the router's numbers are a keyed permutation of a counter."""
+    another tenant's new QP. 16,000 QPs drawn from 24 random bits would repeat (birthday bound:
+    99.95%); the router's numbers are a keyed permutation of a counter. Two tenants make them at
+    once (each is paced at 4,096 at once, then 1,000 a second)."""
     r = router()
-    out = hostile(r.sock, "qp-churn", 15000, user=NOBODY)
-    assert out["issued"] == out["distinct"] == "15000", out
+    files = [world / "root.txt", world / "nobody.txt"]
+    for f in files:
+        f.touch()
+        f.chmod(0o666)
+    procs = [subprocess.Popen([HOSTILE, r.sock, "qp-churn", "8000", str(f)], user=user, stdout=subprocess.PIPE, text=True)
+             for f, user in zip(files, (None, NOBODY))]
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0 and "issued=8000 distinct=8000" in out, out
+    numbers = [line for f in files for line in f.read_text().split()]
+    assert len(numbers) == 16000 and len(set(numbers)) == 16000
 
 
 @as_root
@@ -586,3 +596,11 @@ def test_large_copies_are_shared_out_in_turns(router):
     out = hostile(r.sock, "big-writes", 16, 256 << 20, user=NOBODY)
     assert out["ok"] == "16", out
     assert_served(ping_result(ping))
+
+
+def test_pds_are_limited_and_one_in_use_is_busy(router):
+    r = router('[[tenant]]\nname = "t"\nuids = [0, 65534]\nmax_pds = 2\n')
+    out = run([str(BUILD / "vrdma_client"), r.sock, "pd", "qp", "!dealloc", "pd", "!pd"], timeout=30)
+    assert out.returncode == 0, out.stdout
+    assert "errno=16: PD" in out.stdout and "still has QP" in out.stdout, out.stdout
+    assert "its max_pds" in out.stdout, out.stdout

@@ -3,7 +3,9 @@
  * the public C header; the ring scribbles find the QP's memory the way any process can, in
  * /proc/self/maps.
  *
- *   vrdma_hostile SOCKET qp-churn N        create and destroy N QPs: "issued=N distinct=D"
+ *   vrdma_hostile SOCKET qp-churn N [FILE] create and destroy N QPs (waiting out EAGAIN, the
+ *                                          router's pace): "issued=N distinct=D"; FILE gets
+ *                                          the numbers, one a line
  *   vrdma_hostile SOCKET reg BYTES         one region: "reg errno=E ms=T"
  *   vrdma_hostile SOCKET mr-churn N BYTES  N register/deregister cycles: "cycles=N failed=F errno=E"
  *   vrdma_hostile SOCKET bad-opcode        a router-path request with opcode 99 written into the
@@ -52,7 +54,7 @@ static int cmp_u32(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-static int qp_churn(struct vrdma_context* ctx, long n) {
+static int qp_churn(struct vrdma_context* ctx, long n, const char* file) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
   if (!cq) return die("setup");
@@ -60,10 +62,18 @@ static int qp_churn(struct vrdma_context* ctx, long n) {
   struct vrdma_qp_init_attr at = {cq, cq, 4, 4, 0, 0, 0, NULL};
   for (long i = 0; i < n; ++i) {
     struct vrdma_qp* qp = vrdma_create_qp(pd, &at);
+    if (!qp && errno == EAGAIN) {  /* faster than the router paces QP numbers */
+      usleep(1000);
+      --i;
+      continue;
+    }
     if (!qp) return die("create_qp");
     nums[i] = vrdma_qp_num(qp);
     vrdma_destroy_qp(qp);
   }
+  FILE* out = file ? fopen(file, "w") : NULL;
+  for (long i = 0; out && i < n; ++i) fprintf(out, "%x\n", nums[i]);
+  if (out) fclose(out);
   qsort(nums, (size_t)n, sizeof *nums, cmp_u32);
   long distinct = n > 0;
   for (long i = 1; i < n; ++i) distinct += nums[i] != nums[i - 1];
@@ -358,7 +368,7 @@ int main(int argc, char** argv) {
   const char* mode = argv[2];
   const char* a1 = argc > 3 ? argv[3] : "1";
   int rc;
-  if (strcmp(mode, "qp-churn") == 0) rc = qp_churn(ctx, atol(a1));
+  if (strcmp(mode, "qp-churn") == 0) rc = qp_churn(ctx, atol(a1), argc > 4 ? argv[4] : NULL);
   else if (strcmp(mode, "reg") == 0) rc = reg(ctx, strtoull(a1, NULL, 10));
   else if (strcmp(mode, "mr-churn") == 0) rc = mr_churn(ctx, atol(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 65536);
   else if (strcmp(mode, "bad-opcode") == 0) rc = bad_opcode(ctx);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "vrdma/router/data_path.hh"
 #include "vrdma/router/router.hh"
 
 namespace rb::vrdma {
@@ -37,6 +38,9 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
     if (it->second->pd != req.pd) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is of another PD", req.srq));
     srq = it->second;
   }
+  if (!u.take_qp_number(now_ns()))
+    return error(s, m, EAGAIN, fmt::format("tenant {} makes QPs and SRQs faster than {:.0f} a second; try again", s.tenant.name,
+                                           TenantUsage::kQpRate));
   auto fresh = qp_numbers_.next();
   if (!fresh) return error(s, m, ENOSPC, "this router has issued every QP number it has (2^24 - 1); restart it");
   uint32_t num = *fresh;
@@ -195,6 +199,9 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   auto ring = SpscRing<proto::RecvEntry>::attach(map->bytes());
   if (!ring) return error(s, m, EINVAL, "SRQ memory is not a ring of receives: " + ring.status().message());
   auto e = std::make_shared<SrqEntry>();
+  if (!u.take_qp_number(now_ns()))
+    return error(s, m, EAGAIN, fmt::format("tenant {} makes QPs and SRQs faster than {:.0f} a second; try again", s.tenant.name,
+                                           TenantUsage::kQpRate));
   auto fresh = qp_numbers_.next();
   if (!fresh) return error(s, m, ENOSPC, "this router has issued every SRQ number it has (2^24 - 1); restart it");
   e->num = *fresh;
@@ -231,6 +238,14 @@ Router::Reply Router::send_doorbell(Session& s, const proto::Message& m, UniqueF
 void Router::ring(const QpEntry& q) {
   ring_doorbell(q.doorbell.get());
   ring_doorbell(q.send_doorbell.get());
+}
+
+bool TenantUsage::take_qp_number(int64_t now) {
+  if (qp_refill_ns) qp_tokens = std::min(kQpBurst, qp_tokens + double(now - qp_refill_ns) * 1e-9 * kQpRate);
+  qp_refill_ns = now;
+  if (qp_tokens < 1) return false;
+  qp_tokens -= 1;
+  return true;
 }
 
 QpEntry* Router::connected_peer(QpEntry& q) {

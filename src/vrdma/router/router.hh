@@ -177,6 +177,13 @@ struct TenantUsage {
   // tenant's max_reg_bytes and max_mrs until they go, so churn cannot hold more than the limits.
   uint64_t held_mrs = 0, held_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
+  // QP and SRQ numbers are never issued twice, so making them is paced: a tenant makes up to
+  // kQpBurst at once, then kQpRate a second. The 2^24 - 1 numbers then last a churning tenant
+  // hours, not minutes.
+  static constexpr double kQpBurst = 4096, kQpRate = 1000;
+  double qp_tokens = kQpBurst;
+  int64_t qp_refill_ns = 0;
+  bool take_qp_number(int64_t now);
   // Counted by data threads too.
   std::atomic<uint64_t> errors{0}, ops_moved{0}, bytes_moved{0}, throttled_ns{0};
   std::mutex tokens_mu;
