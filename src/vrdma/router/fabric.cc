@@ -316,10 +316,9 @@ Status Fabric::read(const proto::RouterAddress& to, std::span<const LocalPiece> 
 
 Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint32_t region_access) {
   fid_mr* mr = nullptr;
-  // Other routers may read any region: the target's router pulls a SEND's payload (over 4 KiB)
-  // out of the sender's own region, which has no remote access of its own. They may write only
-  // where the region grants remote write: no peer router can put bytes where a WRITE may not.
-  uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ;
+  // Other routers may read or write only where the region grants remote read or write.
+  uint64_t access = FI_READ | FI_WRITE;
+  if (region_access & proto::remote_read) access |= FI_REMOTE_READ;
   if (region_access & proto::remote_write) access |= FI_REMOTE_WRITE;
   int rc = -FI_ENOKEY;
   for (int tries = 0; rc == -FI_ENOKEY && tries < 8; ++tries) {  // a drawn key may be in use: draw again

@@ -69,9 +69,9 @@ class Fabric {
   // Handles up to a batch of completions; the number handled.
   int poll(LinkSink& sink);
 
-  // Registers a tenant's region: this router may read and write it (it moves the bytes of the
-  // owner's own requests); other routers may read it (they pull SEND payloads) and write it only
-  // where `access` (proto::Access) grants remote write. Its key is the provider's, or one this
+  // Registers a tenant's region (or the piece of one a pulled op carries): this router may read
+  // and write it (it moves the bytes of the owner's own requests); other routers only as
+  // `access` (proto::Access) grants remote read and write. Its key is the provider's, or one this
   // router draws at random over all the bits the provider takes (64 with tcp): not the 32-bit
   // rkey, so a host that reaches the fabric but not the authenticated link cannot guess it.
   Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint32_t access);

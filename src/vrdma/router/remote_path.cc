@@ -150,6 +150,16 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
     for (uint32_t k = 0; k < n; ++k)
       payload.insert(payload.end(), static_cast<uint8_t*>(local[k].p), static_cast<uint8_t*>(local[k].p) + local[k].len);
   } else {
+    // The target's router pulls the payload. The region's own registration is readable by
+    // other routers only where the region grants remote read, so these bytes get one of their
+    // own, readable, for as long as the op is in flight (and the region stays mapped with it).
+    for (uint32_t k = 0; k < n; ++k) {
+      auto piece = fabric_->register_region(local[k].p, local[k].len, proto::remote_read);
+      if (!piece) return fail(VRDMA_WC_LOC_PROT_ERR);
+      pull[k] = {(*piece)->base(), (*piece)->key(), uint32_t(local[k].len)};
+      o.pulls.push_back(std::shared_ptr<FabricMr>(std::move(*piece)));
+      o.pins.push_back(local[k].pin);
+    }
     op.len = uint32_t(total);
     op.npieces = uint8_t(n);
     std::memcpy(op.pieces, pull, sizeof(proto::LinkPiece) * n);

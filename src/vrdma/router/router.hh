@@ -101,6 +101,10 @@ struct RemoteOut {  // a request of ours in flight to the peer's router
   uint64_t result_addr = 0;
   int64_t posted_ns = 0;
   bool peer_lost = false;  // the peer's router knew no such QP: fails once the peer timeout has passed
+  // A pulled op's payload: registrations of just its bytes, readable by the target's router, and
+  // what keeps them mapped, until the op is answered.
+  std::vector<std::shared_ptr<FabricMr>> pulls;
+  std::vector<std::shared_ptr<const void>> pins;
 };
 struct RemoteIn {  // a peer's op for our QP, carried out in arrival order
   proto::LinkOp op;
