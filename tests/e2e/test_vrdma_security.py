@@ -604,3 +604,81 @@ def test_pds_are_limited_and_one_in_use_is_busy(router):
     assert out.returncode == 0, out.stdout
     assert "errno=16: PD" in out.stdout and "still has QP" in out.stdout, out.stdout
     assert "its max_pds" in out.stdout, out.stdout
+
+
+@as_root
+def test_a_doorbell_made_blocking_again_and_again_stalls_no_one(router):
+    """Both CQ eventfds full, made blocking as fast as a thread can while the QPs stay armed and
+    write-imms arrive 32 at a time: each ring waited out a 20 ms timer, 800 ms a turn. A doorbell
+    found blocking is dropped for good, and a QP is rung once a turn."""
+    r = router()
+    ping = start_ping(r.sock, 5)
+    time.sleep(0.5)
+    out = hostile(r.sock, "bell", 4, user=NOBODY)
+    assert int(out["posted"]) > 0, out
+    assert_served(ping_result(ping))
+
+
+@as_root
+def test_freeing_a_tenants_memory_stalls_no_one(router):
+    """A region its owner touched and then unmapped: the router's mapping is the last, and freeing
+    2 GiB of pages took the kernel 0.1-0.2 s on the control thread. It is let go of off the loop."""
+    r = router()
+    ping = start_ping(r.sock, 8)
+    time.sleep(0.5)
+    assert hostile(r.sock, "touch-and-free", min(2 << 30, host_memory() // 8), user=NOBODY)["errno"] == "0"
+    assert_served(ping_result(ping))
+
+
+def test_large_sends_into_one_srq_are_never_mixed(router):
+    """Two 4 MiB SENDs at once into two QPs of one SRQ, each moved over several turns: each took
+    the SRQ's next receive only at its last byte, so both wrote into the same one in turns."""
+    r = router()
+    for _ in range(3):
+        assert hostile(r.sock, "srq-mix")["mixed"] == "0"
+
+
+@as_root
+def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
+    """A TCP socket with unsent data and an hour of SO_LINGER, queued inside a Unix socket that
+    rides on alloc_pd: closing the Unix socket closed the TCP one inside the closer thread, which
+    then waited the hour while descriptors piled up. The closer empties a Unix socket first and
+    closes what it held abortively."""
+    r = router()
+    assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    s.connect(listener.getsockname())
+    peer, _ = listener.accept()
+    s.setblocking(False)
+    try:
+        while True:
+            s.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    s.setblocking(True)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600))
+    u1, u2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    socket.send_fds(u1, [b"x"], [s.fileno()])
+    s.close()
+    c = RawClient(r.sock)
+    c.seq += 1
+    socket.send_fds(c.s, [struct.pack("<IHHII", 0x31445256, 4, 4, c.seq, 0)], [u2.fileno()])
+    u2.close()
+    c.s.recv(4096)
+    c.s.close()
+    for _ in range(50):  # each goes, and its socket is closed by the closer: if it is stuck, they pile up
+        assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+    deadline = time.time() + 3
+    while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > baseline + 3 and time.time() < deadline:
+        time.sleep(0.1)
+    assert len(os.listdir(f"/proc/{r.proc.pid}/fd")) <= baseline + 3
+    assert_served(ping_result(start_ping(r.sock, 1)))
+    u1.close()
+    peer.close()
+    listener.close()

@@ -14,6 +14,14 @@
  *                                          one 2 GiB region): "status=S ms=T"
  *   vrdma_hostile SOCKET big-writes N BYTES  N router-path WRITEs of BYTES each, posted at once:
  *                                          "ok=N ms=T"
+ *   vrdma_hostile SOCKET touch-and-free BYTES  a region of BYTES touched page by page, then its
+ *                                          view unmapped (the router's mapping is the last) and
+ *                                          deregistered: "freed errno=E"
+ *   vrdma_hostile SOCKET srq-mix           two 4 MiB SENDs at once to two QPs of one SRQ (each
+ *                                          takes several turns): "mixed=M" receives holding both
+ *   vrdma_hostile SOCKET bell SECONDS      write-imm floods with both CQ eventfds full, made
+ *                                          blocking again and again and the QPs' armed flags
+ *                                          kept set: "posted=N"
  *   vrdma_hostile SOCKET flood SECONDS     router-path WRITEs posted as fast as they complete for
  *                                          SECONDS (a throttled tenant): "ops=N"
  *   vrdma_hostile SOCKET stuck SECONDS     router-path WRITEs to a QP that never connects back, left
@@ -33,6 +41,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -265,6 +276,154 @@ static int big_writes(struct vrdma_context* ctx, int n, size_t bytes) {
   return 0;
 }
 
+static int touch_and_free(struct vrdma_context* ctx, size_t bytes) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_mr* mr = pd ? vrdma_alloc_mr(pd, bytes, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!mr) return die("alloc_mr");
+  for (size_t off = 0; off < bytes; off += 4096) ((volatile char*)mr->addr)[off] = 1;
+  munmap(mr->addr, bytes);  /* our view goes: the router's mapping is the last */
+  int rc = vrdma_dereg_mr(mr);
+  printf("freed errno=%d\n", rc ? errno : 0);
+  return 0;
+}
+
+/* Two router-path pairs whose receiving QPs share one SRQ. */
+static int srq_pairs(struct vrdma_pd* pd, struct vrdma_srq* srq, struct vrdma_cq* cq,
+                     struct vrdma_qp* senders[2]) {
+  for (int i = 0; i < 2; ++i) {
+    struct vrdma_qp_init_attr st = {cq, cq, 16, 16, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+    struct vrdma_qp_init_attr rt = {cq, cq, 16, 16, 0, 0, VRDMA_QP_ROUTER_PATH, srq};
+    struct vrdma_qp* s = vrdma_create_qp(pd, &st);
+    struct vrdma_qp* r = vrdma_create_qp(pd, &rt);
+    if (!s || !r) return -1;
+    unsigned char as[VRDMA_ADDRESS_BYTES], ar[VRDMA_ADDRESS_BYTES];
+    vrdma_qp_address(s, as, sizeof as);
+    vrdma_qp_address(r, ar, sizeof ar);
+    if (vrdma_connect_qp(s, ar, sizeof ar) || vrdma_connect_qp(r, as, sizeof as)) return -1;
+    senders[i] = s;
+  }
+  return 0;
+}
+
+static int srq_mix(struct vrdma_context* ctx) {
+  enum { kMsg = 4 << 20 };
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 64) : NULL;
+  struct vrdma_srq* srq = cq ? vrdma_create_srq(pd, 16) : NULL;
+  struct vrdma_qp* senders[2];
+  if (!srq || srq_pairs(pd, srq, cq, senders)) return die("setup");
+  struct vrdma_mr* src = vrdma_alloc_mr(pd, 2 * kMsg, VRDMA_ACCESS_LOCAL_WRITE);
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pd, 2 * kMsg, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!dst) return die("regions");
+  memset(src->addr, 0x11, kMsg);
+  memset((char*)src->addr + kMsg, 0x22, kMsg);
+  for (int i = 0; i < 2; ++i) {
+    struct vrdma_sge s = {(uint64_t)(uintptr_t)dst->addr + (uint64_t)i * kMsg, kMsg, dst->lkey};
+    struct vrdma_recv_wr r = {100 + (uint64_t)i, NULL, &s, 1}, *bad;
+    if (vrdma_post_srq_recv(srq, &r, &bad)) return die("post_srq_recv");
+  }
+  for (int i = 0; i < 2; ++i) {
+    struct vrdma_sge s = {(uint64_t)(uintptr_t)src->addr + (uint64_t)i * kMsg, kMsg, src->lkey};
+    struct vrdma_send_wr w = {0}, *bad;
+    w.wr_id = (uint64_t)i;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = VRDMA_WR_SEND;
+    w.send_flags = VRDMA_SEND_SIGNALED;
+    if (vrdma_post_send(senders[i], &w, &bad)) return die("post_send");
+  }
+  for (int i = 0; i < 4; ++i) {
+    struct vrdma_wc w;
+    if (wait_one(cq, &w) || w.status != VRDMA_WC_SUCCESS) return die("completion");
+  }
+  int mixed = 0;
+  for (int i = 0; i < 2; ++i) {
+    const unsigned char* b = (const unsigned char*)dst->addr + (size_t)i * kMsg;
+    for (size_t k = 1; k < kMsg; ++k)
+      if (b[k] != b[0]) {
+        ++mixed;
+        break;
+      }
+  }
+  printf("mixed=%d\n", mixed);
+  return 0;
+}
+
+static volatile int bell_stop;
+static int bells[2];
+static uint8_t* bell_headers[8];
+static int nbell_headers;
+
+/* Keeps the doorbells blocking and the QPs armed, as fast as it can. */
+static void* bell_spoiler(void* unused) {
+  (void)unused;
+  while (!bell_stop) {
+    for (int i = 0; i < 2; ++i) fcntl(bells[i], F_SETFL, 0);
+    for (int i = 0; i < nbell_headers; ++i) {
+      __atomic_store_n((uint32_t*)(bell_headers[i] + 56), 1, __ATOMIC_RELAXED); /* armed */
+      __atomic_store_n((uint32_t*)(bell_headers[i] + 88), 1, __ATOMIC_RELAXED); /* send_armed */
+    }
+  }
+  return NULL;
+}
+
+static int bell(struct vrdma_context* ctx, double seconds) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 256) : NULL;
+  struct vrdma_cq* cq2 = cq ? vrdma_create_cq(ctx, 256) : NULL;
+  struct vrdma_mr* mr = cq2 ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE) : NULL;
+  if (!mr) return die("setup");
+  struct vrdma_qp_init_attr at = {cq, cq, 64, 64, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+  struct vrdma_qp_init_attr bt = {cq2, cq2, 64, 64, 0, 0, VRDMA_QP_ROUTER_PATH | VRDMA_QP_IMM_WITHOUT_RECV, NULL};
+  struct vrdma_qp* a = vrdma_create_qp(pd, &at);
+  struct vrdma_qp* b = vrdma_create_qp(pd, &bt);
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  if (!a || !b) return die("qps");
+  vrdma_qp_address(a, aa, sizeof aa);
+  vrdma_qp_address(b, ab, sizeof ab);
+  if (vrdma_connect_qp(a, ab, sizeof ab) || vrdma_connect_qp(b, aa, sizeof aa)) return die("connect");
+  bells[0] = vrdma_cq_event_fd(cq);
+  bells[1] = vrdma_cq_event_fd(cq2);
+  for (int i = 0; i < 2; ++i) {
+    uint64_t full = 0xfffffffffffffffeull;
+    if (write(bells[i], &full, 8) != 8) return die("fill");
+  }
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512];
+  while (f && nbell_headers < 8 && fgets(line, sizeof line, f))
+    if (strstr(line, "memfd:vrdma-qp")) bell_headers[nbell_headers++] = (uint8_t*)(uintptr_t)strtoull(line, NULL, 16);
+  if (f) fclose(f);
+  pthread_t t;
+  pthread_create(&t, NULL, bell_spoiler, NULL);
+  long posted = 0;
+  double until = now_ms() + seconds * 1000;
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, 8, mr->lkey};
+  while (now_ms() < until) {
+    for (int k = 0; k < 32; ++k) {
+      struct vrdma_send_wr wr = {0}, *bad;
+      wr.wr_id = (uint64_t)posted;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = VRDMA_WR_RDMA_WRITE_WITH_IMM;
+      wr.send_flags = VRDMA_SEND_SIGNALED;
+      wr.remote_addr = sge.addr;
+      wr.rkey = mr->rkey;
+      if (vrdma_post_send(a, &wr, &bad)) break;
+      ++posted;
+    }
+    struct vrdma_wc w[64];
+    while (vrdma_poll_cq(cq, 64, w) > 0) {
+    }
+    while (vrdma_poll_cq(cq2, 64, w) > 0) {
+    }
+    usleep(100);
+  }
+  bell_stop = 1;
+  pthread_join(t, NULL);
+  printf("posted=%ld\n", posted);
+  return 0;
+}
+
 static int flood(struct vrdma_context* ctx, double seconds) {
   struct pair p;
   if (router_pair(ctx, &p, 64)) return die("pair");
@@ -374,6 +533,9 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "bad-opcode") == 0) rc = bad_opcode(ctx);
   else if (strcmp(mode, "huge-write") == 0) rc = huge_write(ctx);
   else if (strcmp(mode, "big-writes") == 0) rc = big_writes(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20);
+  else if (strcmp(mode, "touch-and-free") == 0) rc = touch_and_free(ctx, strtoull(a1, NULL, 10));
+  else if (strcmp(mode, "srq-mix") == 0) rc = srq_mix(ctx);
+  else if (strcmp(mode, "bell") == 0) rc = bell(ctx, atof(a1));
   else if (strcmp(mode, "flood") == 0) rc = flood(ctx, atof(a1));
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);

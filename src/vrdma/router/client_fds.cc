@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -78,15 +79,17 @@ const char* fd_kind_name(FdKind k) {
   return "a descriptor of another kind";
 }
 
-void ring_doorbell(int fd) {
-  if (fd < 0) return;
+bool ring_doorbell(int fd) {
+  if (fd < 0) return true;
   int flags = fcntl(fd, F_GETFL);
-  if (flags >= 0 && !(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  if (flags < 0 || !(flags & O_NONBLOCK)) return false;
   thread_local ThreadTimer timer;
   uint64_t one = 1;
-  timer.arm(20'000'000);
-  (void)!write(fd, &one, sizeof one);  // EAGAIN: its counter is full, so it is readable: awake
+  timer.arm(2'000'000);
+  ssize_t n = write(fd, &one, sizeof one);  // EAGAIN: its counter is full, so it is readable: awake
+  int err = errno;
   timer.arm(0);
+  return n == ssize_t(sizeof one) || err == EAGAIN;
 }
 
 FdCloser::FdCloser() : thread_([this] { run(); }) {}
@@ -98,6 +101,15 @@ FdCloser::~FdCloser() {
   }
   cv_.notify_one();
   thread_.join();
+}
+
+void FdCloser::drop_later(std::shared_ptr<void> thing) {
+  if (!thing) return;
+  {
+    std::lock_guard lk(mu_);
+    things_.push_back(std::move(thing));
+  }
+  cv_.notify_one();
 }
 
 void FdCloser::close_later(UniqueFd fd) {
@@ -112,20 +124,61 @@ void FdCloser::close_later(UniqueFd fd) {
 void FdCloser::run() {
   std::unique_lock lk(mu_);
   while (true) {
-    cv_.wait(lk, [&] { return stop_ || !fds_.empty(); });
-    if (fds_.empty()) return;
+    cv_.wait(lk, [&] { return stop_ || !fds_.empty() || !things_.empty(); });
+    if (fds_.empty() && things_.empty()) return;
+    if (!things_.empty()) {
+      std::shared_ptr<void> thing = std::move(things_.front());
+      things_.pop_front();
+      lk.unlock();
+      thing.reset();  // the last reference: unmapped here
+      lk.lock();
+      continue;
+    }
     int fd = fds_.front();
     fds_.pop_front();
     lk.unlock();
-    struct stat st {};
-    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
-      linger now{1, 0};  // abortive: a close that waits for unsent data waits for nobody
-      setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
-    } else if (isatty(fd)) {
-      tcflush(fd, TCOFLUSH);  // a tty's close waits for its output to drain
-    }
-    close(fd);
+    close_one(fd);
     lk.lock();
+  }
+}
+
+void FdCloser::close_one(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+    int domain = 0;
+    socklen_t len = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) empty_unix_socket(fd);
+    linger now{1, 0};  // abortive: a close that waits for unsent data waits for nobody
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
+  } else if (isatty(fd)) {
+    tcflush(fd, TCOFLUSH);  // a tty's close waits for its output to drain
+  }
+  close(fd);
+}
+
+// Takes every descriptor still queued in a Unix socket (they are closed in turn, the same way).
+void FdCloser::empty_unix_socket(int fd) {
+  for (int packets = 0; packets < 100000; ++packets) {
+    char data[4096];
+    iovec iov{data, sizeof data};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(253 * sizeof(int))];
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n <= 0 && !(n == 0 && m.msg_controllen)) return;
+    std::lock_guard lk(mu_);
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t k = 0; k < count; ++k) {
+        int inner;
+        std::memcpy(&inner, CMSG_DATA(c) + k * sizeof(int), sizeof inner);
+        fds_.push_back(inner);
+      }
+    }
   }
 }
 

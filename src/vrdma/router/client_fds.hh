@@ -7,6 +7,7 @@
 // descriptors still queued in it) happens on a thread of its own, never on a loop's.
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -18,13 +19,19 @@ enum class FdKind { none, memfd, eventfd, other };
 FdKind fd_kind(int fd);
 const char* fd_kind_name(FdKind k);
 
-// Wakes the client sleeping on `fd`, a client's eventfd: never blocks the caller. The file is made
-// non-blocking first; a client that makes it blocking again at that instant and fills its counter
-// finds the write cut short by a timer after 20 ms, and its wake-up lost.
-void ring_doorbell(int fd);
+// Wakes the client sleeping on `fd`, a client's eventfd, without ever waiting on it: true when it
+// was rung (or is readable already), false when the client made it blocking (libvrdma makes its
+// eventfds non-blocking; only a hostile client changes that) or the write had to be cut short.
+// On false the caller drops the doorbell for good. A client that makes it blocking between the
+// check and the write, with its counter full, costs the caller one 2 ms timer, once.
+bool ring_doorbell(int fd);
 
-// Closes descriptors on a thread of its own, after taking the wait out of them where it can
-// (abortive close for sockets, output dropped for ttys).
+// Closes descriptors, and lets go of a client's memory, on a thread of its own, after taking the
+// wait out of them where it can: an abortive close for sockets, output dropped for ttys, and a
+// Unix socket emptied first of the descriptors queued in it (each then closed the same way; a
+// TCP socket with a long SO_LINGER sent inside one would otherwise close, and wait, in here for
+// as long as its sender chose). Freeing the last mapping of gigabytes a client touched takes
+// the kernel a quarter of a second: that happens here too, not on a loop.
 class FdCloser {
  public:
   FdCloser();
@@ -32,12 +39,16 @@ class FdCloser {
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
   void close_later(UniqueFd fd);
+  void drop_later(std::shared_ptr<void> thing);
 
  private:
   void run();
+  void close_one(int fd);
+  void empty_unix_socket(int fd);
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int> fds_;
+  std::deque<std::shared_ptr<void>> things_;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -76,7 +76,7 @@ uint8_t* atomic_target(uint8_t* p) { return p && reinterpret_cast<uintptr_t>(p) 
 class Mover {
  public:
   // `done`: bytes of this request moved in earlier turns; `budget`: at most this many now.
-  Mover(const Session& me, const QpEntry& q, const Session& them, QpEntry& peer, uint64_t done, uint64_t budget)
+  Mover(const Session& me, QpEntry& q, const Session& them, QpEntry& peer, uint64_t done, uint64_t budget)
       : me_(me), q_(q), them_(them), peer_(peer), done_(done), budget_(budget) {}
 
   // The request's local side: its SGEs (or inline bytes) as pieces of our mappings.
@@ -185,11 +185,21 @@ class Mover {
     if (unbound) {
       a.no_recv = 1;
     } else {
-      if (!next_receive()) return rnr();
+      // An SRQ's receive is shared by all its QPs' senders: a SEND that takes turns claims it at
+      // its first byte (else another SEND would fill it between turns). A QP's own receive has
+      // one sender, whose requests go in order: it is taken at the last byte.
+      bool claimed = q_.claimed_recv.has_value();
+      if (claimed) recv_ = *q_.claimed_recv;
+      else if (!next_receive()) return rnr();
       peer_.rnr_since_ns = 0;
       a.recv_seq = recv_.seq;
-      if (with_data && fill(a, o)) return o;  // more of it next turn: the receive stays in place
-      receive_ring(peer_).pop(recv_);
+      if (peer_.srq && !claimed) {
+        receive_ring(peer_).pop(recv_);
+        q_.claimed_recv = recv_;
+      }
+      if (with_data && fill(a, o)) return o;  // more of it next turn
+      if (!peer_.srq) receive_ring(peer_).pop(recv_);
+      q_.claimed_recv.reset();
     }
     peer_.view->arrivals.push(a);
     return o;
@@ -221,7 +231,7 @@ class Mover {
   }
 
   const Session& me_;
-  const QpEntry& q_;
+  QpEntry& q_;
   const Session& them_;
   QpEntry& peer_;
   Piece pieces_[proto::kMaxSge] = {};
@@ -305,6 +315,18 @@ bool Router::pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy)
   return moved;
 }
 
+// A SEND flushed after it claimed an SRQ receive: the receiver learns of that receive as one that
+// failed (it cannot go back into the ring, whose producer is its owner).
+static void give_up_claimed_receive(QpEntry& q, QpEntry& peer) {
+  if (!q.claimed_recv) return;
+  proto::Arrival a;
+  a.recv_seq = q.claimed_recv->seq;
+  a.kind = uint8_t(proto::ArrivalKind::send);
+  a.status = uint8_t(proto::ArrivalStatus::bad_buffer);
+  if (peer.view->arrivals.size() < peer.view->arrivals.capacity()) peer.view->arrivals.push(a);
+  q.claimed_recv.reset();
+}
+
 bool Router::pump_qp(QpEntry& q, bool& deferred_) {
   q.waiting = false;
   if (!q.view) return false;
@@ -329,7 +351,7 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
   proto::SendEntry e;
   int done = 0;
   uint64_t budget = kTurnBytes;
-  bool moved = false;
+  bool moved = false, arrived = false;
   for (; done < kBatch && budget && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
       deferred_ = q.waiting = true;
@@ -340,6 +362,7 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
     bool flushing = h->router_error.load(std::memory_order_acquire) != 0;
     if (flushing) {
       o.status = VRDMA_WC_WR_FLUSH_ERR;
+      give_up_claimed_receive(q, peer);
     } else {
       if (!tokens_ready(u, q, me.tenant, now)) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
@@ -362,8 +385,9 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
     q.head_done = 0;
     q.view->sends.pop(e);
     complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
-    if (is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) wake_recv(peer);
+    arrived = arrived || is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
   }
+  if (arrived) wake_recv(peer);  // once a turn, whatever the batch
   if (done) wake_send(q);
   return done > 0 || moved;
 }
@@ -396,14 +420,14 @@ void Router::wake_recv(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->armed.load(std::memory_order_relaxed)) return;
   q.header()->armed.store(0, std::memory_order_relaxed);
-  ring_doorbell(q.doorbell.get());
+  ring_bell(q.doorbell);
 }
 
 void Router::wake_send(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->send_armed.load(std::memory_order_relaxed)) return;
   q.header()->send_armed.store(0, std::memory_order_relaxed);
-  ring_doorbell(q.send_doorbell ? q.send_doorbell.get() : q.doorbell.get());
+  ring_bell(q.send_doorbell ? q.send_doorbell : q.doorbell);
 }
 
 bool Router::work_waiting(const std::vector<uint32_t>& list) const {

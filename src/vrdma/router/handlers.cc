@@ -143,7 +143,7 @@ constexpr int64_t kReleaseGraceNs = 5'000'000'000;
 void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
   if (!mr.backing) return;
   if (!fabric_) {
-    mr.backing.reset();
+    closer_->drop_later(std::move(mr.backing));  // the last mapping of a client's memory: freed off the loop
     return;
   }
   if (mr.backing.use_count() == 1) mr.backing->fabric.reset();  // no RMA of ours uses it: peers lose it now
@@ -159,6 +159,7 @@ void Router::sweep_released() {
     TenantUsage& u = usage_[released_.front().tenant];
     --u.held_mrs;
     u.held_bytes -= released_.front().bytes;
+    closer_->drop_later(std::move(released_.front().backing));
     released_.pop_front();
   }
 }

@@ -183,6 +183,10 @@ void Router::release_qp(uint32_t num) {
   if (it->second.kick)
     epoll_ctl(it->second.thread >= 0 ? data_[it->second.thread]->epoll.get() : epoll_.get(), EPOLL_CTL_DEL,
               it->second.kick.get(), nullptr);
+  // Its memory may be the last mapping of what the client touched: let go of it off the loop.
+  closer_->drop_later(std::make_shared<Mapping>(std::move(it->second.mem)));
+  closer_->drop_later(std::move(it->second.srq));
+  closer_->close_later(std::move(it->second.fd));
   qps_.erase(it);
 }
 
@@ -220,6 +224,7 @@ Router::Reply Router::destroy_srq(Session& s, const proto::Message& m) {
   if (!s.srqs.count(num)) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is not one of this client's", num));
   if (uint32_t n = srqs_.at(num)->users)
     return error(s, m, EBUSY, fmt::format("SRQ {:#x} has {} QP{}; destroy them first", num, n, n == 1 ? "" : "s"));
+  closer_->drop_later(srqs_.at(num));
   srqs_.erase(num);
   s.srqs.erase(num);
   --usage_[s.tenant.name].srqs;
@@ -235,9 +240,15 @@ Router::Reply Router::send_doorbell(Session& s, const proto::Message& m, UniqueF
 }
 
 // Both CQs of the owner: a broken QP wakes whichever it sleeps on.
-void Router::ring(const QpEntry& q) {
-  ring_doorbell(q.doorbell.get());
-  ring_doorbell(q.send_doorbell.get());
+void Router::ring(QpEntry& q) {
+  ring_bell(q.doorbell);
+  ring_bell(q.send_doorbell);
+}
+
+void Router::ring_bell(UniqueFd& bell) {
+  if (!bell || ring_doorbell(bell.get())) return;
+  log_limited("doorbell", "a client made its CQ's eventfd blocking: the router rings it no more");
+  closer_->close_later(std::move(bell));
 }
 
 bool TenantUsage::take_qp_number(int64_t now) {

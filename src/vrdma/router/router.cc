@@ -394,7 +394,10 @@ void Router::drop(uint32_t id) {
     u.qps -= s.qps.size();
     revoke_grants_of(s);
     for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
-    for (uint32_t n : s.srqs) srqs_.erase(n);
+    for (uint32_t n : s.srqs) {
+      closer_->drop_later(srqs_.at(n));
+      srqs_.erase(n);
+    }
     u.srqs -= s.srqs.size();
     for (auto& [lkey, mr] : s.mrs) {
       u.reg_bytes -= mr.len;

@@ -158,6 +158,7 @@ struct QpEntry {
   int64_t peer_lost_ns = 0;        // router path: when we learned the peer had gone (see peer_lost)
   bool waiting = false;            // router path: its head request waits (tokens, a receive, room): no reason to spin
   uint64_t head_done = 0;          // router path: bytes of its head request moved in earlier turns
+  std::optional<proto::RecvEntry> claimed_recv;  // router path: the SRQ receive its head SEND fills
   TokenBuckets tokens;             // router path: the tenant's per-QP rates
   int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
@@ -257,7 +258,9 @@ class Router final : private LinkSink {
   // A log line that may repeat: at most a few a second for `key`, with a count of those left out.
   void log_limited(const std::string& key, const std::string& line);
   void resume_accepting();
-  void ring(const QpEntry& q);
+  void ring(QpEntry& q);
+  // Rings a doorbell; one its client made blocking is dropped (see ring_doorbell).
+  void ring_bell(UniqueFd& bell);
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
   // `busy`: some QP moved and has more it could move now (worth spinning for).
   bool pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy);
