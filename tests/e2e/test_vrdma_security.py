@@ -533,12 +533,9 @@ def test_a_doorbell_cannot_block_or_kill_the_router(router, kind):
     assert r.proc.poll() is None
 
 
-@as_root
-def test_a_lingering_socket_passed_with_a_request_costs_nothing(router):
-    """Any descriptor can ride on any message; closing a TCP socket with SO_LINGER and unsent
-    data once held the router for as long as the attacker chose. What a client passes that its
-    message does not take is refused and closed off the router's loop."""
-    r = router()
+def lingering_tcp_socket(seconds):
+    """A connected TCP socket with a full send queue and SO_LINGER of `seconds`: its last close
+    waits that long. Returns it, its peer and the listener (kept open by the caller)."""
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     listener.bind(("127.0.0.1", 0))
@@ -554,7 +551,17 @@ def test_a_lingering_socket_passed_with_a_request_costs_nothing(router):
     except BlockingIOError:
         pass
     s.setblocking(True)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 10))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, seconds))
+    return s, peer, listener
+
+
+@as_root
+def test_a_lingering_socket_passed_with_a_request_costs_nothing(router):
+    """Any descriptor can ride on any message; closing a TCP socket with SO_LINGER and unsent
+    data once held the router for as long as the attacker chose. What a client passes that its
+    message does not take is refused and closed off the router's loop."""
+    r = router()
+    s, peer, listener = lingering_tcp_socket(10)
     c = RawClient(r.sock)
     ping = start_ping(r.sock, 2)
     c.seq += 1
@@ -647,22 +654,7 @@ def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
     r = router()
     assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
     baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    s.connect(listener.getsockname())
-    peer, _ = listener.accept()
-    s.setblocking(False)
-    try:
-        while True:
-            s.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
-    s.setblocking(True)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600))
+    s, peer, listener = lingering_tcp_socket(3600)
     u1, u2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     socket.send_fds(u1, [b"x"], [s.fileno()])
     s.close()

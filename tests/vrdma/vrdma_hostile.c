@@ -150,18 +150,23 @@ static int wait_one(struct vrdma_cq* cq, struct vrdma_wc* wc) {
   return -1;
 }
 
-static int post_write(struct vrdma_qp* qp, struct vrdma_mr* src, struct vrdma_mr* dst, uint32_t len, uint64_t id) {
-  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, len, src->lkey};
+/* A signaled WRITE of `sge` (n of them) into `dst`. */
+static int post_write_sges(struct vrdma_qp* qp, struct vrdma_sge* sge, int n, struct vrdma_mr* dst, uint64_t id) {
   struct vrdma_send_wr wr = {0};
   wr.wr_id = id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  wr.sg_list = sge;
+  wr.num_sge = n;
   wr.opcode = VRDMA_WR_RDMA_WRITE;
   wr.send_flags = VRDMA_SEND_SIGNALED;
   wr.remote_addr = (uint64_t)(uintptr_t)dst->addr;
   wr.rkey = dst->rkey;
   struct vrdma_send_wr* bad = NULL;
   return vrdma_post_send(qp, &wr, &bad);
+}
+
+static int post_write(struct vrdma_qp* qp, struct vrdma_mr* src, struct vrdma_mr* dst, uint32_t len, uint64_t id) {
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, len, src->lkey};
+  return post_write_sges(qp, &sge, 1, dst, id);
 }
 
 /* The send ring, laid out as src/vrdma/proto/qp_layout.hh and src/core/spsc_ring.hh say, of the
@@ -239,17 +244,8 @@ static int huge_write(struct vrdma_context* ctx) {
   if (!dst) return die("regions");
   struct vrdma_sge sge[2] = {{(uint64_t)(uintptr_t)src->addr, (uint32_t)half, src->lkey},
                              {(uint64_t)(uintptr_t)src->addr, (uint32_t)half, src->lkey}};
-  struct vrdma_send_wr wr = {0};
-  wr.wr_id = 1;
-  wr.sg_list = sge;
-  wr.num_sge = 2;
-  wr.opcode = VRDMA_WR_RDMA_WRITE;
-  wr.send_flags = VRDMA_SEND_SIGNALED;
-  wr.remote_addr = (uint64_t)(uintptr_t)dst->addr;
-  wr.rkey = dst->rkey;
-  struct vrdma_send_wr* bad = NULL;
   double t0 = now_ms();
-  if (vrdma_post_send(p.a, &wr, &bad)) return die("post_send");
+  if (post_write_sges(p.a, sge, 2, dst, 1)) return die("post_send");
   struct vrdma_wc w;
   if (wait_one(p.cq, &w)) return die("no completion");
   printf("status=%d ms=%.0f byte_len=%u\n", w.status, now_ms() - t0, w.byte_len);

@@ -86,7 +86,6 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   if (!known_opcode(e.opcode)) return fail(VRDMA_WC_LOC_QP_OP_ERR);  // the ring is the owner's to scribble on
   bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
   LocalPiece local[proto::kMaxSge];
-  proto::LinkPiece pull[proto::kMaxSge];
   uint64_t total = 0;
   uint32_t n = 0;
   if (e.inline_len) {
@@ -101,7 +100,6 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
       if (!mr || !mr->fabric()) return fail(VRDMA_WC_LOC_PROT_ERR);
       uint64_t off = g.addr - mr->va;
       local[n] = {mr->data() + off, g.len, mr->fabric()->desc(), mr->backing};
-      pull[n] = {mr->fabric()->base() + off, mr->fabric()->key(), g.len};
       total += g.len;
     }
   }
@@ -150,21 +148,25 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
     for (uint32_t k = 0; k < n; ++k)
       payload.insert(payload.end(), static_cast<uint8_t*>(local[k].p), static_cast<uint8_t*>(local[k].p) + local[k].len);
   } else {
-    // The target's router pulls the payload. The region's own registration is readable by
-    // other routers only where the region grants remote read, so these bytes get one of their
-    // own, readable, for as long as the op is in flight (and the region stays mapped with it).
-    for (uint32_t k = 0; k < n; ++k) {
-      auto piece = fabric_->register_region(local[k].p, local[k].len, proto::remote_read);
-      if (!piece) return fail(VRDMA_WC_LOC_PROT_ERR);
-      pull[k] = {(*piece)->base(), (*piece)->key(), uint32_t(local[k].len)};
-      o.pulls.push_back(std::shared_ptr<FabricMr>(std::move(*piece)));
-      o.pins.push_back(local[k].pin);
-    }
+    if (!register_pulls({local, n}, o, op.pieces)) return fail(VRDMA_WC_LOC_PROT_ERR);
     op.len = uint32_t(total);
     op.npieces = uint8_t(n);
-    std::memcpy(op.pieces, pull, sizeof(proto::LinkPiece) * n);
   }
   return link_send(r.peer_at, LinkType::op, cookie, op, payload) ? true : fail(VRDMA_WC_REM_OP_ERR);
+}
+
+// The target's router pulls a large op's payload. The region's own registration is readable by
+// other routers only where the region grants remote read, so these bytes get one of their own,
+// readable, held by the op until it is answered (and the region stays mapped with it).
+bool Router::register_pulls(std::span<const LocalPiece> local, RemoteOut& o, proto::LinkPiece* pull) {
+  for (size_t k = 0; k < local.size(); ++k) {
+    auto piece = fabric_->register_region(local[k].p, local[k].len, proto::remote_read);
+    if (!piece) return false;
+    pull[k] = {(*piece)->base(), (*piece)->key(), uint32_t(local[k].len)};
+    o.pulls.push_back(std::shared_ptr<FabricMr>(std::move(*piece)));
+    o.pins.push_back(local[k].pin);
+  }
+  return true;
 }
 
 // Answers the requests at the front that are done, in posting order.

@@ -317,6 +317,7 @@ class Router final : private LinkSink {
   void peer_lost(QpEntry& q);
   bool pump_remote(QpEntry& q);
   bool post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o);
+  bool register_pulls(std::span<const LocalPiece> local, RemoteOut& o, proto::LinkPiece* pull);
   bool retire_remote(QpEntry& q, TenantUsage& u);
   bool serve_inbound(QpEntry& q);
   bool start_inbound(QpEntry& q, RemoteIn& in);
