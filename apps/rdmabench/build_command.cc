@@ -60,8 +60,8 @@ FlagError check_transport(const transport::Selection& chosen) {
 
 // A flag that shapes a stream means nothing to a latency-only run: given anyway, it is a mistake
 // worth saying. This is about what the user typed, so it lives here and not in the spec's checks.
-FlagError stream_flags_in_latency_run(const FlagValues& values, const bench::RunSpec& s) {
-  if (std::find(s.modes.begin(), s.modes.end(), bench::Mode::bw) != s.modes.end()) return {};
+FlagError stream_flags_in_latency_run(const FlagValues& values, const model::RunSpec& s) {
+  if (std::find(s.modes.begin(), s.modes.end(), model::Mode::bw) != s.modes.end()) return {};
   if (values.given("depth") && s.depth != 1)
     return blame(values, {"depth", "mode"}, bad(fmt::format("--depth {} with --mode lat: latency runs keep one op in flight; "
                                                             "drop --depth or add --mode bw", s.depth)));
@@ -78,7 +78,7 @@ FlagError stream_flags_in_latency_run(const FlagValues& values, const bench::Run
 }
 
 // --read is --op read: the two must agree.
-FlagError read_or_op(const FlagValues& values, bench::RunSpec& s) {
+FlagError read_or_op(const FlagValues& values, model::RunSpec& s) {
   if (!values.given("read")) return {};
   const FlagValue* op = values.find("op");
   if (op && !op->text().empty() && op->text() != "read")
@@ -89,8 +89,8 @@ FlagError read_or_op(const FlagValues& values, bench::RunSpec& s) {
 }
 
 // Atomics move 8 bytes: a run of atomics alone defaults to that size and refuses any other.
-FlagError atomic_sizes(const FlagValues& values, bench::RunSpec& s) {
-  if (!std::all_of(s.ops.begin(), s.ops.end(), bench::is_atomic)) return {};
+FlagError atomic_sizes(const FlagValues& values, model::RunSpec& s) {
+  if (!std::all_of(s.ops.begin(), s.ops.end(), model::is_atomic)) return {};
   if (!values.given("size")) {
     s.sizes = {transport::kAtomicBytes};
     return {};
@@ -105,7 +105,7 @@ FlagError atomic_sizes(const FlagValues& values, bench::RunSpec& s) {
 
 // The rules between flags that hold for every kind of command.
 FlagError check_between_flags(const FlagValues& values, Command& cmd) {
-  bench::RunSpec& s = cmd.spec;
+  model::RunSpec& s = cmd.spec;
   if (!s.domains.empty() && !values.given("rails")) s.rails = int(s.domains.size());
   if (FlagError e = check_transport(s.transport); !e.status) return e;
   if (FlagError e = read_or_op(values, s); !e.status) return e;
@@ -157,7 +157,7 @@ FlagError one_file_per_format(const report::OutputPaths& out) {
 
 FlagResult<Command> client_command(const FlagValues& values, Command cmd) {
   if (FlagError e = flag_of_the_other_role(values, FlagRole::server); !e.status) return e;
-  bench::SpecProblem p = bench::first_problem(cmd.spec);
+  model::SpecProblem p = model::first_problem(cmd.spec);
   if (!p.status) return blame(values, p.flags, p.status);
   if (FlagError e = one_file_per_format(cmd.output); !e.status) return e;
   const FlagValue* addr = values.find("addr");
@@ -195,7 +195,7 @@ FlagResult<Command> build_command(const FlagValues& values) {
   if (FlagError e = apply_all(values, cmd); !e.status) return e;
   if (FlagError e = check_between_flags(values, cmd); !e.status) return e;
   if (values.given("cluster")) {
-    bench::SpecProblem p = bench::first_problem(cmd.spec);
+    model::SpecProblem p = model::first_problem(cmd.spec);
     if (!p.status) return blame(values, p.flags, p.status);
     return cluster_command(values, std::move(cmd));
   }

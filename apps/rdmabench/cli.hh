@@ -16,7 +16,7 @@ Result<Command> parse_command_line(int argc, char** argv);
 Result<Command> parse_command_line(const std::vector<std::string>& args);
 
 // The given flags -> the command: each flag's `apply` in flag_table() order, then the rules
-// between flags and the run's own checks (bench::first_problem). An error names the flag to
+// between flags and the run's own checks (model::first_problem). An error names the flag to
 // blame: for a rule between flags, the first of the rule's flags (in the order its message
 // names them) that was given, wherever it was given. A job (job.cc) builds its runs this way.
 FlagResult<Command> build_command(const FlagValues& values);

@@ -20,7 +20,7 @@ Result<double> real(const FlagValue& v, const char* flag, const char* example) {
   return bad(fmt::format("{} '{}': give a number, e.g. {}", flag, v.text(), example));
 }
 
-bool has_mode(const bench::RunSpec& s, bench::Mode m) { return std::find(s.modes.begin(), s.modes.end(), m) != s.modes.end(); }
+bool has_mode(const model::RunSpec& s, model::Mode m) { return std::find(s.modes.begin(), s.modes.end(), m) != s.modes.end(); }
 
 }  // namespace
 
@@ -92,9 +92,9 @@ FlagResult<Command> cluster_command(const FlagValues& values, Command cmd) {
     return FlagError{"bootstrap", bad("--bootstrap with --hosts: a hosts file needs no launcher; --bootstrap is for "
                                       "launches under mpirun or srun")};
   const auto& t = cmd.cluster.thresholds;
-  if (t.expect_bw && !has_mode(cmd.spec, bench::Mode::bw))
+  if (t.expect_bw && !has_mode(cmd.spec, model::Mode::bw))
     return FlagError{"expect-bw", bad("--expect-bw judges bandwidth, and this run has no --mode bw; add it or drop --expect-bw")};
-  if (t.expect_lat_us && !has_mode(cmd.spec, bench::Mode::lat))
+  if (t.expect_lat_us && !has_mode(cmd.spec, model::Mode::lat))
     return FlagError{"expect-lat", bad("--expect-lat judges latency, and this run has no --mode lat; add it or drop --expect-lat")};
   cmd.cluster.enabled = true;
   cmd.kind = Command::Kind::cluster;

@@ -5,7 +5,7 @@
 
 #include "bench/client.hh"
 #include "bench/server.hh"
-#include "bench/spec.hh"
+#include "model/spec.hh"
 #include "cluster/options.hh"
 #include "report/report_sink.hh"
 
@@ -22,7 +22,7 @@ struct GivenFlag {
 
 struct Command {
   enum class Kind { client, server, loopback, cluster, list, version, help, job } kind = Kind::loopback;
-  bench::RunSpec spec;
+  model::RunSpec spec;
   bench::ClientOptions client;
   report::OutputPaths output;
   bench::ServerOptions server;

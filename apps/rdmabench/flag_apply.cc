@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/sizes.hh"
+#include "model/sizes.hh"
 #include "core/affinity.hh"
 
 namespace rb::app {
@@ -43,11 +43,11 @@ Status parse_each(const std::string& flag, const std::string& text, Result<T> (*
 }  // namespace
 
 // A size in bytes; an empty text keeps the default, as an empty --random-space always has.
-ApplyFlag bytes(uint64_t bench::Addressing::*field) {
+ApplyFlag bytes(uint64_t model::Addressing::*field) {
   return [field](const FlagInfo& f, const FlagValue& v, Command& c) -> Status {
     if (v.text().empty()) return {};
     std::string flag = "--" + f.name;
-    auto n = bench::parse_bytes(v.text(), flag.c_str());
+    auto n = model::parse_bytes(v.text(), flag.c_str());
     if (!n) return n.status();
     if (*n == 0) return {Errc::invalid_argument, fmt::format("{} 0: must be > 0 (leave it out for the default)", flag)};
     c.spec.*field = *n;
@@ -101,15 +101,15 @@ Status apply_duration(const FlagInfo& f, const FlagValue& v, Command& c) {
 }
 
 Status apply_ops(const FlagInfo& f, const FlagValue& v, Command& c) {
-  return parse_each(f.name, v.text(), bench::parse_op, c.spec.ops);
+  return parse_each(f.name, v.text(), model::parse_op, c.spec.ops);
 }
 
 Status apply_modes(const FlagInfo& f, const FlagValue& v, Command& c) {
-  return parse_each(f.name, v.text(), bench::parse_mode, c.spec.modes);
+  return parse_each(f.name, v.text(), model::parse_mode, c.spec.modes);
 }
 
 Status apply_sizes(const FlagInfo&, const FlagValue& v, Command& c) {
-  auto sizes = bench::parse_size_list(v.text(), "--size");
+  auto sizes = model::parse_size_list(v.text(), "--size");
   if (!sizes) return sizes.status();
   c.spec.sizes = *sizes;
   return {};

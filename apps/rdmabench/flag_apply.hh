@@ -13,7 +13,7 @@ namespace rb::app {
 // The part of a Command that a member pointer points into, so one helper serves them all.
 template <class Part>
 Part& part_of(Command& c) {
-  if constexpr (std::is_base_of_v<Part, bench::RunSpec>) return c.spec;
+  if constexpr (std::is_base_of_v<Part, model::RunSpec>) return c.spec;
   else if constexpr (std::is_same_v<Part, transport::Selection>) return c.spec.transport;
   else if constexpr (std::is_same_v<Part, bench::ServerOptions>) return c.server;
   else if constexpr (std::is_same_v<Part, report::OutputPaths>) return c.output;
@@ -58,7 +58,7 @@ ApplyFlag switch_on(bool Part::*field) {
   };
 }
 
-ApplyFlag bytes(uint64_t bench::Addressing::*field);
+ApplyFlag bytes(uint64_t model::Addressing::*field);
 ApplyFlag cpus(std::vector<int>& (*field)(Command&));
 
 Status apply_warmup(const FlagInfo&, const FlagValue& v, Command& c);

@@ -84,7 +84,7 @@ class TableBuilder {
   std::vector<FlagInfo> table_;
 };
 
-using bench::RunSpec;
+using model::RunSpec;
 using Server = bench::ServerOptions;
 using Output = report::OutputPaths;
 template <class T>
@@ -162,17 +162,17 @@ void run_flags(TableBuilder& t) {
 void addressing_flags(TableBuilder& t) {
   t.group("Addressing and buffers");
   t.value("--random-space", "TEXT", "targets drawn at random (64 B aligned) in a remote region of this size",
-          bytes(&bench::Addressing::random_space));
+          bytes(&model::Addressing::random_space));
   t.value("--thread-gap", "TEXT", "each thread confined to its own slice of this size (multiple of 64)",
-          bytes(&bench::Addressing::thread_gap));
+          bytes(&model::Addressing::thread_gap));
   t.switch_("--fixed", "each thread always targets the start of its slice (the default without --random-space)",
             switch_on(&RunSpec::fixed));
   t.value("--local-mr", "TEXT", "local buffer per thread (default batch x size, for each size of a list)",
-          bytes(&bench::Addressing::local_mr));
+          bytes(&model::Addressing::local_mr));
   t.value("--recv-mr", "TEXT",
           "send: the server's receive buffer per endpoint, its receives cycling through it (default one slot per receive "
           "posted; perftest's: --recv-mr 4K, or the size above 2K)",
-          bytes(&bench::Addressing::recv_mr));
+          bytes(&model::Addressing::recv_mr));
 }
 
 void output_flags(TableBuilder& t) {

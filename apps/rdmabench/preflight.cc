@@ -19,7 +19,7 @@ Status refused(std::string message) { return {Errc::invalid_argument, std::move(
 
 // The verdict on `spec` given its transport's instances here.
 // probe_variant, when given, asks about a variant none of `instances` names.
-Status judge(const bench::RunSpec& spec, const std::vector<transport::Availability>& instances,
+Status judge(const model::RunSpec& spec, const std::vector<transport::Availability>& instances,
              const std::function<transport::Availability(const std::string&)>& probe_variant) {
   const transport::Selection& chosen = spec.transport;
   std::string why_not;
@@ -33,7 +33,7 @@ Status judge(const bench::RunSpec& spec, const std::vector<transport::Availabili
       continue;
     }
     if (!instance.caps) return {};  // capabilities known only once open: the run checks them
-    Status st = bench::check_caps(spec, *instance.caps, chosen.label());
+    Status st = model::check_caps(spec, *instance.caps, chosen.label());
     if (st.is_ok()) return {};
     if (cannot_do.is_ok()) cannot_do = st;
     usable = true;
@@ -46,9 +46,9 @@ Status judge(const bench::RunSpec& spec, const std::vector<transport::Availabili
 
 }  // namespace
 
-Status check_usable_here(const bench::RunSpec& spec) { return UsableHere().check(spec); }
+Status check_usable_here(const model::RunSpec& spec) { return UsableHere().check(spec); }
 
-Status UsableHere::check(const bench::RunSpec& spec) {
+Status UsableHere::check(const model::RunSpec& spec) {
   const transport::TransportEntry* entry = transport::find_transport(spec.transport.name);
   if (!entry || !entry->probe) return {};  // check_selection has named an unknown one already
   // A transport whose -o options decide where to look is probed as the run's options say.

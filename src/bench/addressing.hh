@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "bench/pattern.hh"
-#include "bench/spec.hh"
+#include "bench/model.hh"
 #include "core/rng.hh"
 
 namespace rb::bench {

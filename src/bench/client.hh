@@ -5,8 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "bench/sink.hh"
-#include "bench/spec.hh"
+#include "bench/model.hh"
 #include "bootstrap/channel.hh"
 #include "transport/registry.hh"
 

@@ -10,6 +10,7 @@
 #include "bench/addressing.hh"
 #include "bench/pattern.hh"
 #include "bench/phase_threads.hh"
+#include "bench/collect.hh"
 #include "bench/worker.hh"
 #include "bench/worker_threads.hh"
 

@@ -3,9 +3,8 @@
 // stream, the end handshake and the figures.
 #include <atomic>
 
-#include "bench/result.hh"
+#include "bench/model.hh"
 #include "bench/session.hh"
-#include "bench/sink.hh"
 #include "core/clock.hh"
 #include "protocol/peer.hh"
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench/client.hh"
-#include "report/reporter.hh"
+#include "model/record_json.hh"
 
 namespace rb::bench {
 namespace {
@@ -31,7 +31,7 @@ class ForwardSink final : public ResultSink {
   void interval(double, const std::vector<IntervalSample>&) override {}
   Status phase_done(const PhaseResult& r, int repeats) override {
     std::lock_guard<std::mutex> g(m_);
-    return to_.send(protocol::PairRecord{report::json_line(header_, r, repeats), header_.line_gbps});
+    return to_.send(protocol::PairRecord{model::json_line(header_, r, repeats), header_.line_gbps});
   }
   void run_ended() override {}
 

@@ -12,7 +12,8 @@
 
 #include "bench/pattern.hh"
 #include "bench/phase_threads.hh"
-#include "bench/result.hh"
+#include "bench/model.hh"
+#include "bench/collect.hh"
 #include "bench/worker.hh"
 #include "bench/worker_threads.hh"
 #include "core/cpu_usage.hh"

@@ -3,7 +3,7 @@
 // endpoint exchange, then every phase the client asks for until it says bye.
 #include <atomic>
 
-#include "bench/server.hh"
+#include "bench/server_options.hh"
 #include "bootstrap/channel.hh"
 
 namespace rb::bench {

@@ -2,29 +2,11 @@
 // The server side: waits for clients and serves each one's run in a process of its own, several
 // at once, until stopped (or after one run with `once`).
 #include <atomic>
-#include <string>
-#include <vector>
 
-#include "bootstrap/channel.hh"
+#include "bench/server_options.hh"
 #include "core/status.hh"
-#include "transport/registry.hh"
 
 namespace rb::bench {
-
-struct ServerOptions {
-  bootstrap::HostPort listen;
-  std::string domain;      // the server's own NIC; empty = the interface the client reached
-  std::vector<std::string> domains;  // one NIC per rail for clients that run --domains; empty = by subnet
-  std::vector<int> cpus;   // pin server threads
-  bool once = false;
-  int ready_fd = -1;       // write "PORT\n" here once listening (used by --loopback)
-  bool quiet = false;
-  double hello_timeout_s = 10;  // a connection silent this long before its hello is dropped
-  size_t max_runs = 64;         // runs served at once; a client beyond them is told the server is busy
-  // Use::test also opens the in-process transports a client names: for tests that serve a
-  // connection in their own process. No flag sets it.
-  transport::Use transports = transport::Use::run;
-};
 
 Status run_server(const ServerOptions& opt, const std::atomic<bool>& stop);
 

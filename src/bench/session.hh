@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/spec.hh"
+#include "bench/model.hh"
 #include "transport/registry.hh"
 
 namespace rb::bench {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "bench/spec.hh"
+#include "bench/model.hh"
 #include "core/clock.hh"
 #include "core/cpu_usage.hh"
 #include "core/histogram.hh"

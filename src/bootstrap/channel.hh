@@ -12,6 +12,11 @@
 
 namespace rb::bootstrap {
 
+// The largest frame body any channel carries. The protocol's largest message, a PairRecord (a
+// phase's JSON line with its latency histogram), is tens of KiB; anything claiming more is not a
+// peer of ours.
+constexpr uint32_t kMaxFrameBytes = 1024 * 1024;
+
 struct HostPort {
   std::string host;
   uint16_t port = 0;

@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 
 #include "bootstrap/mailroom.hh"
-#include "protocol/messages.hh"
 
 namespace rb::bootstrap {
 namespace {
@@ -24,8 +23,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kKey = "rdmabench.control";  // "host ip port token data-ip|-", one per rank
 constexpr uint32_t kHelloMagic = 0x58504252;       // "RBPX"
 constexpr size_t kHeader = 8;                      // tag, length
-// Control messages are capped by the protocol; a frame adds its kind byte.
-constexpr uint32_t kMaxFrame = protocol::kMaxMessageBytes + 64;
+// A frame's body is capped by the channel; the frame adds its kind byte.
+constexpr uint32_t kMaxFrame = kMaxFrameBytes + 64;
 
 Status pmix_status(pmix_status_t rc, const char* what) {
   return {Errc::io, fmt::format("{}: {}", what, PMIx_Error_string(rc))};

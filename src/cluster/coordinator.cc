@@ -23,7 +23,7 @@ struct LivePair {
 
 class RoundRunner {
  public:
-  RoundRunner(Hosts& hosts, const bench::RunSpec& spec, Outcome& out, const RecordWriter& write, const std::atomic<bool>& stop)
+  RoundRunner(Hosts& hosts, const model::RunSpec& spec, Outcome& out, const RecordWriter& write, const std::atomic<bool>& stop)
       : hosts_(hosts), spec_(spec), out_(out), write_(write), stop_(stop) {}
 
   // Runs one round to its end; false when a pair failed or the run was stopped.
@@ -149,7 +149,7 @@ class RoundRunner {
   }
 
   Hosts& hosts_;
-  const bench::RunSpec& spec_;
+  const model::RunSpec& spec_;
   Outcome& out_;
   const RecordWriter& write_;
   const std::atomic<bool>& stop_;
@@ -157,7 +157,7 @@ class RoundRunner {
 
 }  // namespace
 
-Outcome coordinate(Hosts& hosts, const bench::RunSpec& spec, const Pattern& pattern, const RecordWriter& write,
+Outcome coordinate(Hosts& hosts, const model::RunSpec& spec, const Pattern& pattern, const RecordWriter& write,
                    const std::atomic<bool>& stop, Status& ended) {
   Outcome out;
   out.pattern = pattern;

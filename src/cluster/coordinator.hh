@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/spec.hh"
+#include "model/spec.hh"
 #include "cluster/outcome.hh"
 #include "protocol/peer.hh"
 
@@ -27,7 +27,7 @@ class Hosts {
   // How the hosts were reached: "pmix", "mpi" (a launcher's) or "hosts" (a --hosts file).
   virtual std::string reached_by() const = 0;
   // Asks pair.src to measure against pair.dst; `session` is unique to the pair within the run.
-  virtual Result<PairControl> start(const Pair& pair, uint64_t session, const bench::RunSpec& spec) = 0;
+  virtual Result<PairControl> start(const Pair& pair, uint64_t session, const model::RunSpec& spec) = 0;
   // Called while pairs run, about every alive interval: keep the hosts' own waits satisfied.
   virtual void keep_alive() {}
   // After a failure: which of `hosts` no longer answer, as one phrase ("host 2 (...) does not
@@ -39,7 +39,7 @@ class Hosts {
 // results gathered so far are on disk whatever happens next.
 using RecordWriter = std::function<Status(const Record&)>;
 
-Outcome coordinate(Hosts& hosts, const bench::RunSpec& spec, const Pattern& pattern, const RecordWriter& write,
+Outcome coordinate(Hosts& hosts, const model::RunSpec& spec, const Pattern& pattern, const RecordWriter& write,
                    const std::atomic<bool>& stop, Status& ended);
 
 }  // namespace rb::cluster

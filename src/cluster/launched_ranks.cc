@@ -97,7 +97,7 @@ class LaunchedHosts final : public Hosts {
     return n;
   }
 
-  Result<PairControl> start(const Pair& pair, uint64_t session, const bench::RunSpec& spec) override {
+  Result<PairControl> start(const Pair& pair, uint64_t session, const model::RunSpec& spec) override {
     Status st = agents_[size_t(pair.dst)].send(protocol::Serve{pair.src, session});
     if (st) st = agents_[size_t(pair.src)].send(protocol::Drive{protocol::kVersion, RDMABENCH_VERSION, spec, "", pair.dst, session});
     if (!st) return st;

@@ -4,7 +4,7 @@
 
 #include "bench/server.hh"
 #include "bootstrap/hub.hh"
-#include "bench/spec.hh"
+#include "model/spec.hh"
 #include "cluster/outcome.hh"
 #include "cluster/schedule.hh"
 
@@ -20,7 +20,7 @@ struct ClusterOptions {
 };
 
 struct ClusterJob {
-  bench::RunSpec spec;
+  model::RunSpec spec;
   ClusterOptions cluster;
   bench::ServerOptions server;  // how an MPI rank serves its pairs (--domain, --cpus)
   std::string json;             // --json: one line per pair and phase

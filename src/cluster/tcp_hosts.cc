@@ -18,7 +18,7 @@ class TcpHosts final : public Hosts {
     return n;
   }
 
-  Result<PairControl> start(const Pair& pair, uint64_t, const bench::RunSpec& spec) override {
+  Result<PairControl> start(const Pair& pair, uint64_t, const model::RunSpec& spec) override {
     auto ch = bootstrap::Channel::connect(hosts_[size_t(pair.src)], spec.timeout_s);
     if (!ch) return Status(ch.status().code(), fmt::format("{} (source): {}", bootstrap::host_port_text(hosts_[size_t(pair.src)]),
                                                            ch.status().message()));

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "protocol/spec_json.hh"
+#include "model/spec_json.hh"
 #include "protocol/hex.hh"
 
 namespace rb::protocol {
@@ -103,7 +103,7 @@ transport::DomainInfo info_from(Fields& f, const json& j) {
 
 // Each message's JSON body, without its "type".
 json body(const Hello& m) {
-  return {{"version", m.version}, {"software", m.software}, {"spec", spec_to_json(m.spec)}, {"rail_ips", m.rail_ips}};
+  return {{"version", m.version}, {"software", m.software}, {"spec", model::spec_to_json(m.spec)}, {"rail_ips", m.rail_ips}};
 }
 json body(const Ready& m) {
   json regions = json::array();
@@ -117,7 +117,7 @@ json body(const Connect& m) {
   return {{"endpoints", endpoints_json(m.endpoints)}, {"regions", regions}};
 }
 json body(const PhaseStart& m) {
-  return {{"index", m.index}, {"op", transport::op_name(m.phase.op)}, {"mode", bench::mode_name(m.phase.mode)},
+  return {{"index", m.index}, {"op", transport::op_name(m.phase.op)}, {"mode", model::mode_name(m.phase.mode)},
           {"size", m.phase.size}, {"repeat", m.phase.repeat}, {"seed", m.seed}};
 }
 json body(const End& m) { return {{"sent", m.sent}, {"coverage", m.coverage}}; }
@@ -130,7 +130,7 @@ json body(const PhaseOutcome& m) {
   return j;
 }
 json body(const Drive& m) {
-  return {{"version", m.version}, {"software", m.software}, {"spec", spec_to_json(m.spec)}, {"target", m.target},
+  return {{"version", m.version}, {"software", m.software}, {"spec", model::spec_to_json(m.spec)}, {"target", m.target},
           {"target_rank", m.target_rank}, {"session", m.session}};
 }
 json body(const Serve& m) { return {{"from_rank", m.from_rank}, {"session", m.session}}; }
@@ -154,7 +154,7 @@ Result<Message> hello_from(const json& j) {
   m.software = f.get<std::string>("software");
   if (m.version != kVersion) return f.done(std::move(m));  // the rest may differ: the receiver says why it stops
   m.rail_ips = f.get<std::vector<std::string>>("rail_ips");
-  auto spec = spec_from_json(f.raw("spec"));
+  auto spec = model::spec_from_json(f.raw("spec"));
   if (!spec) f.fail("spec");
   else m.spec = std::move(spec.value());
   return f.done(std::move(m));
@@ -184,8 +184,8 @@ Result<Message> phase_from(const json& j) {
   Fields f(j, PhaseStart::kType);
   PhaseStart m;
   m.index = f.get<uint64_t>("index");
-  auto op = bench::parse_op(f.get<std::string>("op"));
-  auto mode = bench::parse_mode(f.get<std::string>("mode"));
+  auto op = model::parse_op(f.get<std::string>("op"));
+  auto mode = model::parse_mode(f.get<std::string>("mode"));
   if (!op) f.fail("op");
   if (!mode) f.fail("mode");
   if (op && mode) m.phase = {*op, *mode, f.get<uint64_t>("size"), f.get<int>("repeat")};
@@ -223,7 +223,7 @@ Result<Message> drive_from(const json& j) {
   m.version = f.get<int>("version");
   m.software = f.get<std::string>("software");
   if (m.version != kVersion) return f.done(std::move(m));
-  auto spec = spec_from_json(f.raw("spec"));
+  auto spec = model::spec_from_json(f.raw("spec"));
   if (!spec) f.fail("spec");
   else m.spec = std::move(spec.value());
   m.target = f.get<std::string>("target");

@@ -36,7 +36,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/spec.hh"
+#include "model/spec.hh"
+#include "bootstrap/channel.hh"
 #include "core/status.hh"
 #include "transport/transport.hh"
 
@@ -44,15 +45,14 @@ namespace rb::protocol {
 
 // Bumped whenever a message gains, loses or changes a field: peers must agree on it exactly.
 constexpr int kVersion = 4;
-// The largest JSON frame either side accepts. A PairRecord is the largest message: a phase's JSON
-// line with its latency histogram, tens of KiB; anything claiming more is not a peer of ours.
-constexpr uint32_t kMaxMessageBytes = 1024 * 1024;
+// The largest JSON frame either side accepts: the channel's cap.
+constexpr uint32_t kMaxMessageBytes = bootstrap::kMaxFrameBytes;
 
 struct Hello {
   static constexpr const char* kType = "hello";
   int version = kVersion;
   std::string software;  // rdmabench release, for the error message only
-  bench::RunSpec spec;
+  model::RunSpec spec;
   std::vector<std::string> rail_ips;  // --domains: the client's address on each rail
 };
 
@@ -78,7 +78,7 @@ struct Connected {
 struct PhaseStart {
   static constexpr const char* kType = "phase";
   uint64_t index = 0;
-  bench::Phase phase{};
+  model::Phase phase{};
   uint64_t seed = 0;
 };
 
@@ -130,7 +130,7 @@ struct Drive {
   static constexpr const char* kType = "drive";
   int version = kVersion;
   std::string software;
-  bench::RunSpec spec;
+  model::RunSpec spec;
   std::string target;    // --hosts: the target's HOST:PORT
   int target_rank = -1;  // MPI: the target's rank
   uint64_t session = 0;  // MPI: names the pair's message tags

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "model/record_json.hh"
 #include "report/reporter.hh"
 
 namespace rb::report {
@@ -29,15 +30,15 @@ CsvReporter::~CsvReporter() {
   if (f_) std::fclose(f_);
 }
 
-Status CsvReporter::write(const RunHeader& h, const bench::PhaseResult& r) {
+Status CsvReporter::write(const RunHeader& h, const model::PhaseResult& r) {
   std::time_t t = std::time(nullptr);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   const auto& p = r.phase;
   const auto& l = r.lat;
   fmt::print(f_, "{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n",
-             ts, run_label(h, p), h.info.transport, h.info.provider, transport::op_name(p.op), bench::mode_name(p.mode),
-             p.size, h.spec->threads, h.spec->batch, p.mode == bench::Mode::bw ? h.spec->depth : 1, p.repeat,
+             ts, model::run_label(h, p), h.info.transport, h.info.provider, transport::op_name(p.op), model::mode_name(p.mode),
+             p.size, h.spec->threads, h.spec->batch, p.mode == model::Mode::bw ? h.spec->depth : 1, p.repeat,
              r.iterations, r.duration_s, r.gbps, r.gbytes_per_s, r.mops, r.lat_kind, l.min, l.p50, l.avg, l.p99, l.p999,
              l.p9999, l.max, l.stdev, r.partial);
   if (std::fflush(f_) != 0) return {Errc::io, fmt::format("--csv {}: write failed: {}", path_, strerror(errno))};

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/sink.hh"
+#include "model/sink.hh"
 
 namespace rb::report {
 
-using bench::IntervalSample;
+using model::IntervalSample;
 // "@1.0s  t0 4.16 Mops/s 2.13 Gbps p50 0.24 us"
 std::string interval_line(double at_s, const IntervalSample& s);
 

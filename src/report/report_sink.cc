@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/sizes.hh"
+#include "model/sizes.hh"
 
 namespace rb::report {
 
@@ -21,27 +21,27 @@ Result<std::unique_ptr<ReportSink>> ReportSink::open(const OutputPaths& paths) {
   return sink;
 }
 
-void ReportSink::run_started(const bench::RunInfo& run) {
+void ReportSink::run_started(const model::RunInfo& run) {
   header_ = run;
   t0_ = std::chrono::steady_clock::now();
   table_.header(header_);
 }
 
-void ReportSink::phase_started(size_t index, size_t count, const bench::Phase& ph) {
+void ReportSink::phase_started(size_t index, size_t count, const model::Phase& ph) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   double eta = index ? elapsed / double(index) * double(count - index) : -1;
-  progress_.update(fmt::format("[{}/{}] {} {} {}", index + 1, count, transport::op_name(ph.op), bench::mode_name(ph.mode),
-                               bench::format_bytes(ph.size)),
+  progress_.update(fmt::format("[{}/{}] {} {} {}", index + 1, count, transport::op_name(ph.op), model::mode_name(ph.mode),
+                               model::format_bytes(ph.size)),
                    elapsed, eta);
 }
 
-void ReportSink::interval(double at_s, const std::vector<bench::IntervalSample>& samples) {
+void ReportSink::interval(double at_s, const std::vector<model::IntervalSample>& samples) {
   progress_.clear();
   for (const auto& s : samples) fmt::print("{}\n", interval_line(at_s, s));
   std::fflush(stdout);
 }
 
-Status ReportSink::phase_done(const bench::PhaseResult& r, int repeats) {
+Status ReportSink::phase_done(const model::PhaseResult& r, int repeats) {
   progress_.clear();
   table_.phase(r, r.partial ? 1 : repeats);
   if (jsonl_) {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/sink.hh"
+#include "model/sink.hh"
 #include "report/progress.hh"
 #include "report/reporter.hh"
 
@@ -15,15 +15,15 @@ struct OutputPaths {
   std::string json, csv;  // empty: not written
 };
 
-class ReportSink final : public bench::ResultSink {
+class ReportSink final : public model::ResultSink {
  public:
   // Opens (appends to) the files now, so an unwritable path is an error before the run starts.
   static Result<std::unique_ptr<ReportSink>> open(const OutputPaths& paths);
 
-  void run_started(const bench::RunInfo& run) override;
-  void phase_started(size_t index, size_t count, const bench::Phase& phase) override;
-  void interval(double at_s, const std::vector<bench::IntervalSample>& samples) override;
-  Status phase_done(const bench::PhaseResult& result, int repeats) override;
+  void run_started(const model::RunInfo& run) override;
+  void phase_started(size_t index, size_t count, const model::Phase& phase) override;
+  void interval(double at_s, const std::vector<model::IntervalSample>& samples) override;
+  Status phase_done(const model::PhaseResult& result, int repeats) override;
   void run_ended() override { progress_.clear(); }
 
  private:

@@ -5,26 +5,26 @@
 #include <string>
 #include <vector>
 
-#include "bench/result.hh"
-#include "bench/sink.hh"
-#include "bench/spec.hh"
+#include "model/result.hh"
+#include "model/sink.hh"
+#include "model/spec.hh"
 
 namespace rb::report {
 
-using RunHeader = bench::RunInfo;  // what a run's header and every record say about it
+using RunHeader = model::RunInfo;  // what a run's header and every record say about it
 
 class TableReporter {
  public:
   explicit TableReporter(std::FILE* out) : out_(out) {}
   void header(const RunHeader& h);
   // Called once per phase; prints a row when the last repeat of a size arrives.
-  void phase(const bench::PhaseResult& r, int repeats);
+  void phase(const model::PhaseResult& r, int repeats);
   void note(const std::string& line);
 
  private:
-  void print_group_header(const bench::Phase& p);
+  void print_group_header(const model::Phase& p);
   std::FILE* out_;
-  std::vector<bench::PhaseResult> pending_;
+  std::vector<model::PhaseResult> pending_;
   double line_gbps_ = 0;
   int group_op_ = -1, group_mode_ = -1;
 };
@@ -33,7 +33,7 @@ class JsonlReporter {
  public:
   static Result<std::unique_ptr<JsonlReporter>> open(const std::string& path);
   ~JsonlReporter();
-  Status write(const RunHeader& h, const bench::PhaseResult& r, int repeats);
+  Status write(const RunHeader& h, const model::PhaseResult& r, int repeats);
 
  private:
   std::FILE* f_ = nullptr;
@@ -44,15 +44,11 @@ class CsvReporter {
  public:
   static Result<std::unique_ptr<CsvReporter>> open(const std::string& path);
   ~CsvReporter();
-  Status write(const RunHeader& h, const bench::PhaseResult& r);
+  Status write(const RunHeader& h, const model::PhaseResult& r);
 
  private:
   std::FILE* f_ = nullptr;
   std::string path_;
 };
-
-// One JSON object as documented in docs/output-format.md (shared by JSONL and tests).
-std::string json_line(const RunHeader& h, const bench::PhaseResult& r, int repeats);
-std::string run_label(const RunHeader& h, const bench::Phase& p);
 
 }  // namespace rb::report

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/sizes.hh"
+#include "model/sizes.hh"
 #include "report/reporter.hh"
 
 namespace rb::report {
@@ -13,7 +13,7 @@ struct MeanSd {
   double mean = 0, sd = 0;
 };
 template <class F>
-MeanSd stat(const std::vector<bench::PhaseResult>& rs, F f) {
+MeanSd stat(const std::vector<model::PhaseResult>& rs, F f) {
   MeanSd m;
   for (auto& r : rs) m.mean += f(r);
   m.mean /= double(rs.size());
@@ -28,13 +28,13 @@ MeanSd stat(const std::vector<bench::PhaseResult>& rs, F f) {
 // With --repeat the extremes stay extremes: the max column is the largest of every repeat, not a
 // mean of maxima (which would hide the one spike the column is there to show).
 template <class F>
-double largest(const std::vector<bench::PhaseResult>& rs, F f) {
+double largest(const std::vector<model::PhaseResult>& rs, F f) {
   double m = f(rs.front());
   for (auto& r : rs) m = std::max(m, f(r));
   return m;
 }
 template <class F>
-double smallest(const std::vector<bench::PhaseResult>& rs, F f) {
+double smallest(const std::vector<model::PhaseResult>& rs, F f) {
   double m = f(rs.front());
   for (auto& r : rs) m = std::min(m, f(r));
   return m;
@@ -56,13 +56,13 @@ void TableReporter::header(const RunHeader& h) {
              h.info.library_version.empty() ? "-" : h.info.library_version);
   std::string amount = s.duration_s > 0 ? fmt::format("duration {} s (warm-up {} s)", s.duration_s, s.warmup_seconds())
                                         : fmt::format("iters bw {} lat {} per thread (warm-up bw {} lat {})",
-                                                      s.iters_for(bench::Mode::bw), s.iters_for(bench::Mode::lat),
-                                                      s.warmup_iters_for(bench::Mode::bw), s.warmup_iters_for(bench::Mode::lat));
-  std::string receives = s.recv_mr ? fmt::format(" receives in {}", bench::format_bytes(s.recv_mr)) : std::string();
+                                                      s.iters_for(model::Mode::bw), s.iters_for(model::Mode::lat),
+                                                      s.warmup_iters_for(model::Mode::bw), s.warmup_iters_for(model::Mode::lat));
+  std::string receives = s.recv_mr ? fmt::format(" receives in {}", model::format_bytes(s.recv_mr)) : std::string();
   fmt::print(out_, "server {} | threads {}{} batch {} depth {} signal {}{} | addressing {} region {}{} | {}{}{} | clock {}\n",
              h.server, s.threads,
              s.eps_per_thread() > 1 ? fmt::format(" rails {} qps {}", s.rails, s.qps) : std::string(), s.batch, s.depth,
-             s.signal, s.lazy ? " lazy" : "", s.addressing(), bench::format_bytes(s.region_bytes()), receives, amount,
+             s.signal, s.lazy ? " lazy" : "", s.addressing(), model::format_bytes(s.region_bytes()), receives, amount,
              s.repeat > 1 ? fmt::format(" | repeat {} (mean±stdev; min and max over all repeats)", s.repeat) : "", s.validate ? " | validate on" : "",
              h.clock);
   std::fflush(out_);
@@ -73,12 +73,12 @@ void TableReporter::note(const std::string& line) {
   std::fflush(out_);
 }
 
-void TableReporter::print_group_header(const bench::Phase& p) {
+void TableReporter::print_group_header(const model::Phase& p) {
   if (group_op_ == int(p.op) && group_mode_ == int(p.mode)) return;
   group_op_ = int(p.op);
   group_mode_ = int(p.mode);
-  const char* kind = bench::lat_kind_of(p);
-  if (p.mode == bench::Mode::bw) {
+  const char* kind = model::lat_kind_of(p);
+  if (p.mode == model::Mode::bw) {
     fmt::print(out_, "\n{} bw (latency: post to completion)\n", transport::op_name(p.op));
     fmt::print(out_, "{:>8} {:>10} {:>14} {:>12} {:>12} {:>10} {:>10} {:>10}\n", "bytes", "iters", "Gbps", "GB/s", "Mops/s",
                "p50[us]", "p99[us]", "max[us]");
@@ -90,18 +90,18 @@ void TableReporter::print_group_header(const bench::Phase& p) {
   }
 }
 
-void TableReporter::phase(const bench::PhaseResult& r, int repeats) {
+void TableReporter::phase(const model::PhaseResult& r, int repeats) {
   pending_.push_back(r);
   if (int(pending_.size()) < repeats) return;
   print_group_header(r.phase);
   int n = int(pending_.size());
   auto& rs = pending_;
-  std::string size = bench::format_bytes(r.phase.size);
+  std::string size = model::format_bytes(r.phase.size);
   uint64_t iters = r.iterations;
   std::string flag = r.partial ? "  (partial: interrupted)" : "";
-  if (r.phase.mode == bench::Mode::bw && line_gbps_ > 0)
+  if (r.phase.mode == model::Mode::bw && line_gbps_ > 0)
     flag = fmt::format("  {:.1f}% of {:.0f} Gbps", 100 * r.gbps / line_gbps_, line_gbps_) + flag;
-  if (r.phase.mode == bench::Mode::bw) {
+  if (r.phase.mode == model::Mode::bw) {
     fmt::print(out_, "{:>8} {:>10} {:>14} {:>12} {:>12} {:>10.2f} {:>10.2f} {:>10.2f}{}\n", size, iters,
                cell(stat(rs, [](auto& x) { return x.gbps; }), n, "{:.2f}"),
                cell(stat(rs, [](auto& x) { return x.gbytes_per_s; }), n, "{:.3f}"),

@@ -126,10 +126,10 @@ TEST(Cli, WarmupIsACountATimeOrUnset) {
   auto unset = parse_command_line(std::vector<std::string>{"--iters", "1000"});
   ASSERT_TRUE(unset.is_ok());
   EXPECT_FALSE(unset->spec.warmup_iters.has_value());
-  EXPECT_EQ(unset->spec.warmup_iters_for(bench::Mode::bw), 100u);  // the default rule: a tenth
+  EXPECT_EQ(unset->spec.warmup_iters_for(model::Mode::bw), 100u);  // the default rule: a tenth
   auto zero = parse_command_line({"--warmup", "0"});
   ASSERT_TRUE(zero.is_ok());
-  EXPECT_EQ(zero->spec.warmup_iters_for(bench::Mode::bw), 0u);  // an explicit none is not the default
+  EXPECT_EQ(zero->spec.warmup_iters_for(model::Mode::bw), 0u);  // an explicit none is not the default
 }
 
 // The aliases the README lists are the same flags: --life is --duration, --batch-size is --batch.

@@ -53,10 +53,10 @@ TEST(Messages, ReadyCarriesEndpointsRegionsAndInfo) {
 }
 
 TEST(Messages, PhaseEndAndOutcomeRoundTrip) {
-  auto ph = std::get<PhaseStart>(round_trip(PhaseStart{7, {transport::Op::send, bench::Mode::lat, 4096, 2}, 99}));
+  auto ph = std::get<PhaseStart>(round_trip(PhaseStart{7, {transport::Op::send, model::Mode::lat, 4096, 2}, 99}));
   EXPECT_EQ(ph.index, 7u);
   EXPECT_EQ(ph.phase.op, transport::Op::send);
-  EXPECT_EQ(ph.phase.mode, bench::Mode::lat);
+  EXPECT_EQ(ph.phase.mode, model::Mode::lat);
   EXPECT_EQ(ph.phase.size, 4096u);
   EXPECT_EQ(ph.phase.repeat, 2);
   EXPECT_EQ(ph.seed, 99u);

@@ -1,8 +1,8 @@
-#include "bench/sizes.hh"
+#include "model/sizes.hh"
 
 #include <gtest/gtest.h>
 
-namespace rb::bench {
+namespace rb::model {
 namespace {
 
 TEST(Sizes, Suffixes) {
@@ -60,4 +60,4 @@ TEST(Sizes, Format) {
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::model

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "bench/spec.hh"
+#include "model/spec.hh"
 
-namespace rb::bench {
+namespace rb::model {
 namespace {
 
 // A rejected spec fails with invalid_argument and a message naming every flag in `flags`.
@@ -166,4 +166,4 @@ TEST(SpecCheck, CapsThatDefaultToNoRefuseWhatNeedsThem) {
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::model

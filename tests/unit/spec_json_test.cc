@@ -1,9 +1,8 @@
-#include "protocol/spec_json.hh"
+#include "model/spec_json.hh"
 
 #include <gtest/gtest.h>
 
-namespace rb::protocol {
-using namespace bench;
+namespace rb::model {
 namespace {
 
 TEST(SpecJson, RoundTrip) {
@@ -38,4 +37,4 @@ TEST(SpecJson, MissingFieldIsAnError) {
 }
 
 }  // namespace
-}  // namespace rb::protocol
+}  // namespace rb::model

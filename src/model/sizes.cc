@@ -1,8 +1,8 @@
-#include "bench/sizes.hh"
+#include "model/sizes.hh"
 
 #include <fmt/format.h>
 
-namespace rb::bench {
+namespace rb::model {
 
 Result<std::vector<uint64_t>> parse_size_list(const std::string& text, const char* flag) {
   std::vector<uint64_t> out;
@@ -44,4 +44,4 @@ Result<std::vector<uint64_t>> parse_size_list(const std::string& text, const cha
   return out;
 }
 
-}  // namespace rb::bench
+}  // namespace rb::model

@@ -11,7 +11,7 @@
 #include "transport/selection.hh"
 #include "transport/transport.hh"
 
-namespace rb::bench {
+namespace rb::model {
 
 using transport::Op;
 enum class Mode { bw, lat };
@@ -117,4 +117,4 @@ SpecProblem first_problem(const RunSpec& s);
 // Checks that need the opened transport (message size, queue depth).
 Status check_caps(const RunSpec& s, const transport::Caps& caps, const std::string& transport_name);
 
-}  // namespace rb::bench
+}  // namespace rb::model

@@ -8,9 +8,9 @@
 #include "core/bytes.hh"
 #include "core/status.hh"
 
-namespace rb::bench {
+namespace rb::model {
 using rb::bytes_with_unit;
 using rb::format_bytes;
 using rb::parse_bytes;
 Result<std::vector<uint64_t>> parse_size_list(const std::string& text, const char* flag);
-}  // namespace rb::bench
+}  // namespace rb::model

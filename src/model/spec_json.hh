@@ -4,9 +4,9 @@
 // out is not of this protocol version.
 #include <nlohmann/json.hpp>
 
-#include "bench/spec.hh"
+#include "model/spec.hh"
 
-namespace rb::protocol {
-nlohmann::json spec_to_json(const bench::RunSpec& s);
-Result<bench::RunSpec> spec_from_json(const nlohmann::json& j);
-}  // namespace rb::protocol
+namespace rb::model {
+nlohmann::json spec_to_json(const RunSpec& s);
+Result<RunSpec> spec_from_json(const nlohmann::json& j);
+}  // namespace rb::model

@@ -1,10 +1,10 @@
-#include "bench/spec.hh"
+#include "model/spec.hh"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-namespace rb::bench {
+namespace rb::model {
 
 const char* mode_name(Mode m) { return m == Mode::bw ? "bw" : "lat"; }
 
@@ -99,4 +99,4 @@ std::vector<Phase> phases(const RunSpec& s) {
   return out;
 }
 
-}  // namespace rb::bench
+}  // namespace rb::model

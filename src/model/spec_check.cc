@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "bench/sizes.hh"
-#include "bench/spec.hh"
+#include "model/sizes.hh"
+#include "model/spec.hh"
 
-namespace rb::bench {
+namespace rb::model {
 namespace {
 
 // Each repeat's result is kept in memory for the mean and stdev; a thousand is past any useful spread.
@@ -199,4 +199,4 @@ Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string&
   return {};
 }
 
-}  // namespace rb::bench
+}  // namespace rb::model

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/result.hh"
-#include "bench/spec.hh"
+#include "model/result.hh"
+#include "model/spec.hh"
 
-namespace rb::bench {
+namespace rb::model {
 
 struct RunInfo {
   const RunSpec* spec = nullptr;
@@ -38,4 +38,4 @@ class ResultSink {
   virtual void run_ended() = 0;
 };
 
-}  // namespace rb::bench
+}  // namespace rb::model

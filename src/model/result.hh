@@ -3,15 +3,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/spec.hh"
-#include "core/clock.hh"
+#include "model/spec.hh"
 #include "core/cpu_usage.hh"
 #include "core/histogram.hh"
 #include "transport/transport.hh"
 
-namespace rb::bench {
-
-struct ThreadState;
+namespace rb::model {
 
 struct LatencySummary {  // microseconds
   double min = 0, p50 = 0, avg = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0, stdev = 0;
@@ -48,6 +45,5 @@ struct PhaseResult {
 };
 
 const char* lat_kind_of(const Phase& p);
-PhaseResult collect(const Phase& phase, const std::vector<std::unique_ptr<ThreadState>>& threads, const Clock& clk);
 
-}  // namespace rb::bench
+}  // namespace rb::model

@@ -1,4 +1,4 @@
-#include "bench/result.hh"
+#include "bench/collect.hh"
 
 #include <algorithm>
 #include <memory>
@@ -6,25 +6,6 @@
 #include "bench/worker.hh"
 
 namespace rb::bench {
-
-LatencySummary summarize(const HistogramSnapshot& h) {
-  LatencySummary l;
-  if (!h.count) return l;
-  l.min = double(h.min) / 1e3;
-  l.p50 = h.percentile(0.50) / 1e3;
-  l.avg = h.mean() / 1e3;
-  l.p99 = h.percentile(0.99) / 1e3;
-  l.p999 = h.percentile(0.999) / 1e3;
-  l.p9999 = h.percentile(0.9999) / 1e3;
-  l.max = double(h.max) / 1e3;
-  l.stdev = h.stdev() / 1e3;
-  return l;
-}
-
-const char* lat_kind_of(const Phase& p) {
-  if (p.mode == Mode::bw) return "completion";
-  return p.op == Op::read || is_atomic(p.op) ? "round_trip" : "half_round_trip";
-}
 
 PhaseResult collect(const Phase& phase, const std::vector<std::unique_ptr<ThreadState>>& threads, const Clock& clk) {
   PhaseResult r;

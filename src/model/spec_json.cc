@@ -1,12 +1,11 @@
-#include "protocol/spec_json.hh"
+#include "model/spec_json.hh"
 
 #include <fmt/format.h>
 
-namespace rb::protocol {
+namespace rb::model {
 namespace {
 
 using nlohmann::json;
-using bench::RunSpec;
 
 template <class T>
 json optional_json(const std::optional<T>& v) {
@@ -26,10 +25,10 @@ transport::Selection selection_from(const json& t) {
   return {t.at("name"), t.at("variant"), t.at("domain"), t.at("options").get<std::map<std::string, std::string>>()};
 }
 
-json workload_json(const bench::Workload& w) {
+json workload_json(const Workload& w) {
   json ops = json::array(), modes = json::array();
   for (auto o : w.ops) ops.push_back(transport::op_name(o));
-  for (auto m : w.modes) modes.push_back(bench::mode_name(m));
+  for (auto m : w.modes) modes.push_back(mode_name(m));
   return {{"ops", ops}, {"modes", modes}, {"sizes", w.sizes}, {"iters", w.iters}, {"duration_s", w.duration_s},
           {"warmup_iters", optional_json(w.warmup_iters)}, {"warmup_s", optional_json(w.warmup_s)},
           {"threads", w.threads}, {"cpus", w.cpus}, {"batch", w.batch}, {"depth", w.depth}, {"signal", w.signal},
@@ -38,16 +37,16 @@ json workload_json(const bench::Workload& w) {
           {"cpu_util", w.cpu_util}, {"event", w.event}, {"seed", w.seed}, {"timeout_s", w.timeout_s}};
 }
 
-Status workload_from(const json& j, bench::Workload& w) {
+Status workload_from(const json& j, Workload& w) {
   w.ops.clear();
   for (auto& o : j.at("ops")) {
-    auto op = bench::parse_op(o.get<std::string>());
+    auto op = parse_op(o.get<std::string>());
     if (!op) return op.status();
     w.ops.push_back(*op);
   }
   w.modes.clear();
   for (auto& m : j.at("modes")) {
-    auto mode = bench::parse_mode(m.get<std::string>());
+    auto mode = parse_mode(m.get<std::string>());
     if (!mode) return mode.status();
     w.modes.push_back(*mode);
   }
@@ -76,12 +75,12 @@ Status workload_from(const json& j, bench::Workload& w) {
   return {};
 }
 
-json addressing_json(const bench::Addressing& a) {
+json addressing_json(const Addressing& a) {
   return {{"random_space", a.random_space}, {"thread_gap", a.thread_gap}, {"fixed", a.fixed}, {"local_mr", a.local_mr},
           {"recv_mr", a.recv_mr}};
 }
 
-void addressing_from(const json& j, bench::Addressing& a) {
+void addressing_from(const json& j, Addressing& a) {
   a.random_space = j.at("random_space");
   a.thread_gap = j.at("thread_gap");
   a.fixed = j.at("fixed");
@@ -110,4 +109,4 @@ Result<RunSpec> spec_from_json(const json& j) {
   return s;
 }
 
-}  // namespace rb::protocol
+}  // namespace rb::model
