@@ -112,6 +112,18 @@ def test_a_throttled_tenant_costs_the_router_its_own_work(router):
 
 
 @as_root
+def test_receives_a_tenant_claims_to_have_withdrawn_cost_it_its_own_turn(router):
+    """A receive ring that claims 2^62 withdrawn receives once made the router pop them one by one,
+    for ever, on the thread that serves everyone: one SEND hung the router. Skipping withdrawn
+    receives now takes at most a ring's worth a turn."""
+    r = router()
+    ping = start_ping(r.sock, 3)
+    out = hostile(r.sock, "withdrawn", user=NOBODY)
+    assert_served(ping_result(ping))
+    assert out["status"] != str(WC_SUCCESS), out  # it found no receive: never one made up
+
+
+@as_root
 def test_a_request_to_a_peer_that_never_connects_is_not_spun_on(router):
     r = router()
     before = cpu_seconds(r.proc.pid)

@@ -29,6 +29,9 @@
  *   vrdma_hostile SOCKET connect-nowhere PORT N  N QPs each connected to a QP of a router said to
  *                                          listen at 127.0.0.1:PORT+i, where nothing does:
  *                                          "failed=F worst_ms=W errno=E"
+ *   vrdma_hostile SOCKET withdrawn         two router-path QPs A -> B; B's header says every receive
+ *                                          was withdrawn and its receive ring claims 2^62 of them;
+ *                                          A SENDs once: "status=S" (S -1: no completion in 3 s)
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -460,6 +463,54 @@ static int stuck(struct vrdma_context* ctx, double seconds) {
   return 0;
 }
 
+/* The first QP memory this process mapped: call it right after the one QP made so far. */
+static uint8_t* only_qp_memory(void) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512];
+  uint8_t* p = NULL;
+  while (f && !p && fgets(line, sizeof line, f))
+    if (strstr(line, "memfd:vrdma-qp")) p = (uint8_t*)(uintptr_t)strtoull(line, NULL, 16);
+  if (f) fclose(f);
+  return p;
+}
+
+static int withdrawn(struct vrdma_context* ctx) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 64) : NULL;
+  struct vrdma_mr* mr = cq ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!mr) return die("setup");
+  struct vrdma_qp_init_attr at = {cq, cq, 16, 16, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+  struct vrdma_qp* b = vrdma_create_qp(pd, &at);
+  uint8_t* bm = b ? only_qp_memory() : NULL;
+  struct vrdma_qp* a = bm ? vrdma_create_qp(pd, &at) : NULL;
+  if (!a) return die("qps");
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(a, aa, sizeof aa);
+  vrdma_qp_address(b, ab, sizeof ab);
+  if (vrdma_connect_qp(a, ab, sizeof ab) || vrdma_connect_qp(b, aa, sizeof aa)) return die("connect");
+  uint64_t recv_off;
+  memcpy(&recv_off, bm + 8, 8); /* QpHeader.recv_ring_off */
+  volatile uint64_t* below = (volatile uint64_t*)(bm + 48); /* QpHeader.withdrawn_below */
+  volatile uint64_t* head = (volatile uint64_t*)(bm + recv_off + 64);
+  volatile uint64_t* tail = (volatile uint64_t*)(bm + recv_off + 128);
+  *below = UINT64_MAX;
+  *tail = *head + (1ull << 62);
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, 8, mr->lkey};
+  struct vrdma_send_wr wr = {0}, *bad;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_SEND;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  if (vrdma_post_send(a, &wr, &bad)) return die("post");
+  struct vrdma_wc wc;
+  int status = -1;
+  double until = now_ms() + 3000;
+  while (status < 0 && now_ms() < until)
+    if (vrdma_poll_cq(cq, 1, &wc) == 1) status = (int)wc.status;
+  printf("status=%d\n", status);
+  return 0;
+}
+
 static int connect_nowhere(struct vrdma_context* ctx, int port, long n) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
@@ -535,6 +586,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "flood") == 0) rc = flood(ctx, atof(a1));
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);
+  else if (strcmp(mode, "withdrawn") == 0) rc = withdrawn(ctx);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {
     fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);

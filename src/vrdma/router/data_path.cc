@@ -12,7 +12,7 @@
 
 #include <vrdma/vrdma.h>
 
-#include "vrdma/lib/copy.hh"
+#include "vrdma/proto/copy.hh"
 #include "vrdma/router/data_path.hh"
 
 namespace rb::vrdma {
@@ -278,7 +278,9 @@ void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint64_t b
 bool next_receive(QpEntry& q, proto::RecvEntry& out) {
   if (q.srq) return q.srq->ring->peek(out);  // an SRQ's receives are never withdrawn
   uint64_t below = q.header()->withdrawn_below.load(std::memory_order_acquire);
-  while (q.view->recvs.peek(out)) {
+  // The owner writes both the ring's indices and `below`: a ring's worth of withdrawn receives
+  // skipped a turn at most, so a ring that claims 2^62 of them costs its owner, not the router.
+  for (uint64_t skipped = 0; skipped < q.view->recvs.capacity() && q.view->recvs.peek(out); ++skipped) {
     if (out.seq >= below) return true;
     q.view->recvs.pop(out);
   }
