@@ -9,7 +9,7 @@ DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-de
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 
-.PHONY: all deps venv build run test unit e2e pytest compare report fuzz fuzz-short clean
+.PHONY: all deps venv build run test layers minimal unit e2e pytest compare report fuzz fuzz-short clean
 
 all: build
 
@@ -47,7 +47,22 @@ pytest: build venv
 	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e
 	$(VENV)/bin/pytest -q python/tests
 
-test: unit pytest fuzz-short
+test: layers unit pytest minimal fuzz-short
+
+# The layers as the build declares them: no upward include, no link cycle, no function over 80
+# lines, and docs/architecture.md's dependency picture is the build's (tests/layers/).
+layers: build
+	python3 tests/layers/check_layers.py $(BUILD)
+
+# The same sources built without any optional library, as a cluster without UCX or a laptop
+# without libfabric would build them, and what that build must still do.
+MINIMAL_BUILD ?= build-minimal
+MINIMAL_WITHOUT := libfabric;ucx;pmix;mpi;libibverbs
+minimal: deps
+	@[ -f $(MINIMAL_BUILD)/build.ninja ] || cmake -S . -B $(MINIMAL_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DRDMABENCH_TESTS=OFF "-DRDMABENCH_WITHOUT=$(MINIMAL_WITHOUT)"
+	ninja -C $(MINIMAL_BUILD) rdmabench vrdmad vrdmactl
+	tests/layers/minimal_build.sh $(MINIMAL_BUILD)
 
 # A short run of the fuzzer (the same target as `make fuzz`), so every test run tries it.
 fuzz-short:
@@ -92,8 +107,8 @@ report: build venv
 	@mkdir -p report && rm -rf report/results.jsonl report/tables.txt report/*.png report/README.md report/by-transport
 	set -o pipefail; $(BUILD)/rdmabench --job $(REPORT_JOB) --json report/results.jsonl | tee report/tables.txt
 	set -o pipefail; $(VENV)/bin/rdmabench-report plot report/results.jsonl -o report/ | tee report/.pngs
-	$(VENV)/bin/python jobs/report_readme.py report $(REPORT_JOB) $$(cat report/.pngs)
+	$(VENV)/bin/rdmabench-report readme report --job $(REPORT_JOB) $$(cat report/.pngs)
 	@rm -f report/.pngs
 
 clean:
-	rm -rf $(BUILD) $(VENV)
+	rm -rf $(BUILD) $(MINIMAL_BUILD) build-fuzz $(VENV)

@@ -7,7 +7,7 @@
 #include "cli.hh"
 #include "cluster_flags.hh"
 #include "core/bytes.hh"
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::app {
 namespace {
@@ -84,7 +84,7 @@ FlagError read_or_op(const FlagValues& values, model::RunSpec& s) {
   if (op && !op->text().empty() && op->text() != "read")
     return blame(values, {"read", "op"},
                  bad(fmt::format("--read and --op {} disagree: --read means --op read; give one", op->text())));
-  s.ops = {bench::Op::read};
+  s.ops = {engine::Op::read};
   return {};
 }
 

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "transport/fault/fault_plan.hh"
+#include "fault/fault_plan.hh"
 #include "transport_help.hh"
 
 namespace rb::app {

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/client.hh"
-#include "bench/server.hh"
+#include "engine/client.hh"
+#include "engine/server.hh"
 #include "model/spec.hh"
 #include "cluster/options.hh"
 #include "report/report_sink.hh"
@@ -23,9 +23,9 @@ struct GivenFlag {
 struct Command {
   enum class Kind { client, server, loopback, cluster, list, version, help, job } kind = Kind::loopback;
   model::RunSpec spec;
-  bench::ClientOptions client;
+  engine::ClientOptions client;
   report::OutputPaths output;
-  bench::ServerOptions server;
+  engine::ServerOptions server;
   std::vector<int> server_cpus;  // --loopback: pins the child server
   std::string help;
   bool list_json = false;        // --list json

@@ -15,7 +15,7 @@ template <class Part>
 Part& part_of(Command& c) {
   if constexpr (std::is_base_of_v<Part, model::RunSpec>) return c.spec;
   else if constexpr (std::is_same_v<Part, transport::Selection>) return c.spec.transport;
-  else if constexpr (std::is_same_v<Part, bench::ServerOptions>) return c.server;
+  else if constexpr (std::is_same_v<Part, engine::ServerOptions>) return c.server;
   else if constexpr (std::is_same_v<Part, report::OutputPaths>) return c.output;
   else if constexpr (std::is_same_v<Part, cluster::ClusterOptions>) return c.cluster;
   else return c;

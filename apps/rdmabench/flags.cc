@@ -7,7 +7,7 @@
 #include "core/bytes.hh"
 #include "cluster_flags.hh"
 #include "flag_apply.hh"
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 #include "transport_help.hh"
 
 namespace rb::app {
@@ -85,7 +85,7 @@ class TableBuilder {
 };
 
 using model::RunSpec;
-using Server = bench::ServerOptions;
+using Server = engine::ServerOptions;
 using Output = report::OutputPaths;
 template <class T>
 std::string shown(T v) { return fmt::format("{}", v); }

@@ -288,6 +288,107 @@ void add_tags(std::vector<JobRun>& runs, const std::vector<Settings>& settings) 
   }
 }
 
+// A job file's tables as read, before the command line and the matrix are applied.
+struct JobTables {
+  Settings defaults;
+  std::vector<Axis> axes;
+  std::vector<Settings> extra;  // each [[run]]
+  std::vector<int> extra_lines;
+  Settings cluster;
+  int defaults_line = 1, cluster_line = 0;
+};
+
+Result<JobTables> read_tables(const toml::table& root, const std::string& path) {
+  JobTables t;
+  for (auto [k, v] : in_file_order(root)) {
+    std::string key(k->str());
+    int line = line_of(k->source());
+    if (key == "defaults" && v->is_table()) {
+      t.defaults_line = line;
+      auto d = read_flags(*v->as_table(), path, Table::defaults);
+      if (!d) return d.status();
+      t.defaults = std::move(*d);
+    } else if (key == "matrix" && v->is_table()) {
+      auto m = read_matrix(*v->as_table(), path);
+      if (!m) return m.status();
+      t.axes = std::move(*m);
+    } else if (key == "run" && v->is_array_of_tables()) {
+      for (const auto& run : *v->as_array()) {
+        auto r = read_flags(*run.as_table(), path, Table::run);
+        if (!r) return r.status();
+        t.extra.push_back(std::move(*r));
+        t.extra_lines.push_back(line_of(run.source()));
+      }
+    } else if (key == "cluster" && v->is_table()) {
+      auto c = read_flags(*v->as_table(), path, Table::cluster);
+      if (!c) return c.status();
+      t.cluster = std::move(*c);
+      t.cluster_line = line;
+    } else if (key == "defaults" || key == "matrix" || key == "run" || key == "cluster") {
+      return key_error(path, line, key, fmt::format("is {} here; write {}", type_name(*v),
+                                                    key == "run" ? "[[run]] headers, one per extra run" : "[" + key + "] as a table header"));
+    } else if (find_flag(key)) {
+      return key_error(path, line, key, "a flag outside any table; put it under [defaults] (or [matrix] as an array)");
+    } else {
+      return key_error(path, line, key, "not a job table; a job has [defaults], [matrix], [[run]] and [cluster]");
+    }
+  }
+  return t;
+}
+
+// One cluster run: its sizes, ops and modes are lists already, and MPI starts once a process.
+Status fold_cluster(JobTables& t, const std::string& path) {
+  if (!t.cluster_line) return {};
+  if (!t.axes.empty() || !t.extra.empty())
+    return key_error(path, t.cluster_line, "cluster", "a cluster job is one run: drop [matrix] and [[run]], and give "
+                                                     "lists in [defaults] instead (size = \"64,4K\", mode = \"bw,lat\")");
+  static const FlagInfo* on = find_flag("cluster");
+  t.defaults.push_back({on, "cluster", "", true, t.cluster_line});
+  for (auto& c : t.cluster) t.defaults.push_back(std::move(c));
+  return {};
+}
+
+// Command-line flags replace [defaults]; the matrix or a [[run]] setting one too is ambiguous.
+Status apply_command_line(JobTables& t, const std::string& path, const std::vector<GivenFlag>& given) {
+  for (const auto& g : given) {
+    const FlagInfo* f = find_flag(g.name);
+    if (!f) continue;  // cannot happen: the command line read it from the table
+    for (const auto& a : t.axes)
+      if (a.values.front().flag == f)
+        return key_error(path, a.line, a.written, fmt::format("[matrix] sets it and so does --{} on the command line; drop one", f->name));
+    for (size_t i = 0; i < t.extra.size(); ++i)
+      for (const auto& s : t.extra[i])
+        if (s.flag == f)
+          return key_error(path, s.line, s.written, fmt::format("this [[run]] sets it and so does --{} on the command line; drop one", f->name));
+    Setting s{f, f->name, g.value, true, 0};
+    auto it = std::find_if(t.defaults.begin(), t.defaults.end(), [&](const Setting& d) { return d.flag == f; });
+    if (it != t.defaults.end()) *it = s;
+    else t.defaults.push_back(s);
+  }
+  return {};
+}
+
+// The runs: every combination of the matrix (the defaults alone when there is no matrix and
+// no [[run]]), then each [[run]]. The first matrix key varies slowest, like nested loops.
+std::vector<Settings> expand_runs(const JobTables& t) {
+  std::vector<Settings> runs;
+  if (!t.axes.empty()) {
+    std::vector<size_t> at(t.axes.size(), 0);
+    while (true) {
+      Settings combo;
+      for (size_t a = 0; a < t.axes.size(); ++a) combo.push_back(t.axes[a].values[at[a]]);
+      runs.push_back(overlay(t.defaults, combo));
+      size_t a = t.axes.size();
+      while (a > 0 && ++at[a - 1] == t.axes[a - 1].values.size()) at[--a] = 0;
+      if (a == 0) break;
+    }
+  } else if (t.extra.empty()) {
+    runs.push_back(t.defaults);
+  }
+  for (const auto& r : t.extra) runs.push_back(overlay(t.defaults, r));
+  return runs;
+}
+
 }  // namespace
 
 std::string join_args(const std::vector<std::string>& args) {
@@ -315,100 +416,22 @@ Result<Job> parse_job(std::string_view text, const std::string& path, const std:
     return Status(Errc::invalid_argument,
                   fmt::format("{}:{}: {}; fix the TOML syntax there", path, line_of(e.source()), e.description()));
   }
-
-  Settings defaults;
-  std::vector<Axis> axes;
-  std::vector<Settings> extra;
-  std::vector<int> extra_lines;
-  Settings cluster;
-  int defaults_line = 1, cluster_line = 0;
-  for (auto [k, v] : in_file_order(root)) {
-    std::string key(k->str());
-    int line = line_of(k->source());
-    if (key == "defaults" && v->is_table()) {
-      defaults_line = line;
-      auto d = read_flags(*v->as_table(), path, Table::defaults);
-      if (!d) return d.status();
-      defaults = std::move(*d);
-    } else if (key == "matrix" && v->is_table()) {
-      auto m = read_matrix(*v->as_table(), path);
-      if (!m) return m.status();
-      axes = std::move(*m);
-    } else if (key == "run" && v->is_array_of_tables()) {
-      for (const auto& t : *v->as_array()) {
-        auto r = read_flags(*t.as_table(), path, Table::run);
-        if (!r) return r.status();
-        extra.push_back(std::move(*r));
-        extra_lines.push_back(line_of(t.source()));
-      }
-    } else if (key == "cluster" && v->is_table()) {
-      auto c = read_flags(*v->as_table(), path, Table::cluster);
-      if (!c) return c.status();
-      cluster = std::move(*c);
-      cluster_line = line;
-    } else if (key == "defaults" || key == "matrix" || key == "run" || key == "cluster") {
-      return key_error(path, line, key, fmt::format("is {} here; write {}", type_name(*v),
-                                                    key == "run" ? "[[run]] headers, one per extra run" : "[" + key + "] as a table header"));
-    } else if (find_flag(key)) {
-      return key_error(path, line, key, "a flag outside any table; put it under [defaults] (or [matrix] as an array)");
-    } else {
-      return key_error(path, line, key, "not a job table; a job has [defaults], [matrix], [[run]] and [cluster]");
-    }
-  }
-  if (cluster_line) {
-    // One cluster run: its sizes, ops and modes are lists already, and MPI starts once a process.
-    if (!axes.empty() || !extra.empty())
-      return key_error(path, cluster_line, "cluster", "a cluster job is one run: drop [matrix] and [[run]], and give "
-                                                       "lists in [defaults] instead (size = \"64,4K\", mode = \"bw,lat\")");
-    static const FlagInfo* on = find_flag("cluster");
-    defaults.push_back({on, "cluster", "", true, cluster_line});
-    for (auto& c : cluster) defaults.push_back(std::move(c));
-  }
-
-  // Command-line flags replace [defaults]; the matrix or a [[run]] setting one too is ambiguous.
-  for (const auto& g : given) {
-    const FlagInfo* f = find_flag(g.name);
-    if (!f) continue;  // cannot happen: the command line read it from the table
-    for (const auto& a : axes)
-      if (a.values.front().flag == f)
-        return key_error(path, a.line, a.written, fmt::format("[matrix] sets it and so does --{} on the command line; drop one", f->name));
-    for (size_t i = 0; i < extra.size(); ++i)
-      for (const auto& s : extra[i])
-        if (s.flag == f)
-          return key_error(path, s.line, s.written, fmt::format("this [[run]] sets it and so does --{} on the command line; drop one", f->name));
-    Setting s{f, f->name, g.value, true, 0};
-    auto it = std::find_if(defaults.begin(), defaults.end(), [&](const Setting& d) { return d.flag == f; });
-    if (it != defaults.end()) *it = s;
-    else defaults.push_back(s);
-  }
+  auto tables = read_tables(root, path);
+  if (!tables) return tables.status();
+  JobTables& t = *tables;
+  if (Status c = fold_cluster(t, path); !c) return c;
+  if (Status g = apply_command_line(t, path, given); !g) return g;
 
   Job job;
   job.path = path;
-  auto json = std::find_if(defaults.begin(), defaults.end(), [](const Setting& s) { return s.flag->name == "json"; });
-  if (json == defaults.end())
-    return key_error(path, defaults_line, "json",
+  auto json = std::find_if(t.defaults.begin(), t.defaults.end(), [](const Setting& s) { return s.flag->name == "json"; });
+  if (json == t.defaults.end())
+    return key_error(path, t.defaults_line, "json",
                      "missing; a job appends every result to one JSON Lines file: add json = \"results.jsonl\" to [defaults] "
                      "or give --json FILE");
   job.json_path = json->value;
 
-  // The runs: every combination of the matrix (the defaults alone when there is no matrix and
-  // no [[run]]), then each [[run]]. The first matrix key varies slowest, like nested loops.
-  std::vector<Settings> runs;
-  if (!axes.empty()) {
-    std::vector<size_t> at(axes.size(), 0);
-    while (true) {
-      Settings combo;
-      for (size_t a = 0; a < axes.size(); ++a) combo.push_back(axes[a].values[at[a]]);
-      runs.push_back(overlay(defaults, combo));
-      size_t a = axes.size();
-      while (a > 0 && ++at[a - 1] == axes[a - 1].values.size()) at[--a] = 0;
-      if (a == 0) break;
-    }
-  } else if (extra.empty()) {
-    runs.push_back(defaults);
-  }
-  for (const auto& r : extra) runs.push_back(overlay(defaults, r));
-
+  std::vector<Settings> runs = expand_runs(t);
   for (size_t i = 0; i < runs.size(); ++i) {
     JobRun run;
     run.args = display_args(runs[i]);

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/client.hh"
+#include "engine/client.hh"
 #include "loopback_server.hh"
 
 namespace rb::app {
@@ -107,7 +107,7 @@ Status run_job(const Job& job, const std::atomic<bool>& stop) {
       end = sink.status();
       break;
     }
-    Status st = bench::run_client(cmd.spec, cmd.client, **sink, stop);
+    Status st = engine::run_client(cmd.spec, cmd.client, **sink, stop);
     sink->reset();  // closes the partial file before its lines are moved
     // Partial results of an interrupted or failed run are kept too, as a single run keeps them.
     auto moved = move_results(partial, job.json_path, job, i);

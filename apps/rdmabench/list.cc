@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::app {
 namespace {
@@ -72,13 +72,16 @@ std::string list_text() {
   std::string out;
   for (const auto& e : transport::registry())
     if (!e.test_only) out += entry_text(e);
+  for (const auto& m : transport::left_out()) out += fmt::format("{:<10} left out of this build: {}\n", m.name, m.reason);
   return out;
 }
 
 std::string list_json() {
   json all = json::array();
   for (const auto& e : transport::registry()) all.push_back(entry_json(e));
-  return json{{"transports", all}}.dump(2) + "\n";
+  json left_out = json::array();
+  for (const auto& m : transport::left_out()) left_out.push_back({{"name", m.name}, {"reason", m.reason}});
+  return json{{"transports", all}, {"left_out", left_out}}.dump(2) + "\n";
 }
 
 int print_list(bool json) {

@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::app {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/client.hh"
-#include "bench/server.hh"
+#include "engine/client.hh"
+#include "engine/server.hh"
 #include "cluster/run.hh"
 #include "cli.hh"
 #include "job.hh"
@@ -67,7 +67,7 @@ int exit_code(const rb::Status& s) {
 
 // A cluster run's rank serves its pairs on the NICs and CPUs the run names, quietly.
 rb::cluster::ClusterJob cluster_job_of(const rb::app::Command& cmd) {
-  rb::bench::ServerOptions serve = cmd.server;
+  rb::engine::ServerOptions serve = cmd.server;
   serve.domain = cmd.spec.transport.domain;
   serve.domains = cmd.spec.domains;
   serve.cpus = cmd.spec.cpus;
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   SignalWatcher signals;
   if (cmd->kind == Kind::server) {
     // The server logs its own errors (and sends run errors to the client); only the code is left.
-    rb::Status st = rb::bench::run_server(cmd->server, signals.stop());
+    rb::Status st = rb::engine::run_server(cmd->server, signals.stop());
     return st.is_ok() ? 0 : st.code() == rb::Errc::interrupted ? 130 : 1;
   }
   // What this machine must offer, then the output files: both are checked before anything starts
@@ -123,12 +123,12 @@ int main(int argc, char** argv) {
   if (cmd->kind == Kind::cluster) return rb::cluster::run_cluster(&argc, &argv, cluster_job_of(*cmd), signals.stop());
   auto sink = rb::report::ReportSink::open(cmd->output);
   if (!sink) return exit_code(sink.status());
-  if (cmd->kind == Kind::client) return exit_code(rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop()));
+  if (cmd->kind == Kind::client) return exit_code(rb::engine::run_client(cmd->spec, cmd->client, **sink, signals.stop()));
 
   auto child = rb::app::LoopbackServer::start(cmd->server_cpus);
   if (!child) return exit_code(child.status());
   cmd->client.server = {"127.0.0.1", child->port()};
-  rb::Status st = rb::bench::run_client(cmd->spec, cmd->client, **sink, signals.stop());
+  rb::Status st = rb::engine::run_client(cmd->spec, cmd->client, **sink, signals.stop());
   child->finish(st.is_ok() ? 5 : 1);
   return exit_code(st);
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/spec.hh"
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::app {
 

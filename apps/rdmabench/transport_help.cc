@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::app {
 namespace {
@@ -61,6 +61,7 @@ std::string transports_epilogue() {
     if (!e.domain_help.empty()) out += fmt::format("      --domain  {}\n", e.domain_help);
     for (const auto& o : e.options) out += option_line(o);
   });
+  for (const auto& m : transport::left_out()) out += fmt::format("  {}  left out of this build: {}\n", m.name, m.reason);
   return out;
 }
 

@@ -1,17 +1,19 @@
 // vrdmad: the vrdma router daemon of this host. It serves clients (libvrdma) on a Unix socket,
 // knows them by SO_PEERCRED and puts them in tenants from --config.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "vrdma/lib/context.hh"
+#include "vrdma/ipc/socket_path.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/router/router.hh"
 
@@ -55,61 +57,76 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// What the command line asked for; `done` holds the exit code when it was answered already
+// (--help, --version, a usage error).
+struct Command {
   rb::vrdma::RouterOptions opts;
-  opts.socket_path = rb::vrdma::default_socket_path();
   std::string config;
   bool fabric_given = false, insecure_link = false;
-  std::vector<std::string> args(argv + 1, argv + argc);
+  std::optional<int> done;
+};
+
+Command parse_args(const std::vector<std::string>& args) {
+  Command c;
+  c.opts.socket_path = rb::vrdma::ipc::default_socket_path();
+  auto answered = [&c](int code) {
+    c.done = code;
+    return c;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (a == "-h" || a == "--help") {
       fmt::print("{}", kUsage);
-      return 0;
+      return answered(0);
     } else if (a == "--version") {
       fmt::print("vrdmad {}\n", RDMABENCH_VERSION);
-      return 0;
+      return answered(0);
     } else if (a == "--insecure-link") {
-      insecure_link = true;
+      c.insecure_link = true;
     } else if (a == "--quiet" || a == "-q") {
-      opts.quiet = true;
+      c.opts.quiet = true;
     } else if (a == "--threads") {
       const std::string* v = value();
       char* end = nullptr;
       long n = v ? std::strtol(v->c_str(), &end, 10) : 0;
       if (!v || *end || n < 1 || n > 64)
-        return usage_error(fmt::format("--threads {}: give 1 to 64 threads", v ? *v : std::string("(nothing)")));
-      opts.threads = int(n);
+        return answered(usage_error(fmt::format("--threads {}: give 1 to 64 threads", v ? *v : std::string("(nothing)"))));
+      c.opts.threads = int(n);
     } else if (a == "--socket" || a == "--config" || a == "--listen" || a == "--fabric" ||
                a == "--peer") {
       const std::string* v = value();
-      if (!v) return usage_error(fmt::format("{} needs a value; vrdmad --help", a));
+      if (!v) return answered(usage_error(fmt::format("{} needs a value; vrdmad --help", a)));
       if (a == "--listen" || a == "--peer") {
         std::string why;
         auto at = rb::vrdma::proto::parse_router_address(*v, &why);
-        if (!at) return usage_error(a + " " + why);
-        if (a == "--listen") opts.listen = *at;
-        else opts.peers.push_back(*at);
+        if (!at) return answered(usage_error(a + " " + why));
+        if (a == "--listen") c.opts.listen = *at;
+        else c.opts.peers.push_back(*at);
       } else if (a == "--fabric") {
         auto prov = fabric_provider(*v);
         if (prov.empty())
-          return usage_error(fmt::format("--fabric {}: give ofi:PROVIDER, e.g. ofi:tcp (tcp;ofi_rxm), ofi:verbs, ofi:efa", *v));
-        opts.fabric = prov;
-        fabric_given = true;
+          return answered(usage_error(fmt::format("--fabric {}: give ofi:PROVIDER, e.g. ofi:tcp (tcp;ofi_rxm), ofi:verbs, ofi:efa", *v)));
+        c.opts.fabric = prov;
+        c.fabric_given = true;
       } else {
-        (a == "--socket" ? opts.socket_path : config) = *v;
+        (a == "--socket" ? c.opts.socket_path : c.config) = *v;
       }
     } else {
-      return usage_error(fmt::format("unknown argument {}; vrdmad --help lists the flags", a));
+      return answered(usage_error(fmt::format("unknown argument {}; vrdmad --help lists the flags", a)));
     }
   }
+  return c;
+}
+
+// The flags that only make sense together, the tenants' config and the link key it names.
+int load_config(Command& c) {
+  rb::vrdma::RouterOptions& opts = c.opts;
+  const bool fabric_given = c.fabric_given, insecure_link = c.insecure_link;
   if (!opts.peers.empty() && !opts.listen.port) return usage_error("--peer needs --listen HOST:PORT: peers reach this router there");
   if (fabric_given && !opts.listen.port) return usage_error("--fabric needs --listen HOST:PORT: it is how other hosts' routers reach this one");
-  if (!config.empty()) {
-    auto t = rb::vrdma::Tenants::load(config);
+  if (!c.config.empty()) {
+    auto t = rb::vrdma::Tenants::load(c.config);
     if (!t) return usage_error(t.status().message());
     opts.tenants = std::move(*t);
   }
@@ -126,6 +143,21 @@ int main(int argc, char** argv) {
     opts.link_keys = std::move(*keys);
     opts.link_key_file = key_file;
   }
+  return 0;
+}
+
+// Every tenant's regions and QPs hold descriptors of the router's, and the soft limit is often
+// 1,024 under a hard one far above (systemd's default): the router takes all it is allowed.
+void raise_descriptor_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+// Runs the router until SIGINT or SIGTERM (SIGHUP reloads the link keys).
+int serve(rb::vrdma::RouterOptions opts) {
+  raise_descriptor_limit();
   std::filesystem::path dir = std::filesystem::path(opts.socket_path).parent_path();
   std::error_code ec;
   if (!dir.empty() && !std::filesystem::exists(dir, ec) && !std::filesystem::create_directories(dir, ec))
@@ -146,4 +178,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Command c = parse_args(std::vector<std::string>(argv + 1, argv + argc));
+  if (c.done) return *c.done;
+  if (int e = load_config(c)) return e;
+  return serve(std::move(c.opts));
 }

@@ -1,9 +1,10 @@
-"""Command line: rdmabench-report plot | compare | summary | heatmap."""
+"""Command line: rdmabench-report plot | compare | summary | heatmap | readme."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 from . import __version__
@@ -14,6 +15,7 @@ from .heatmap import heatmaps
 from .load import load_files
 from .metrics import METRIC_NAMES, canonical_metric
 from .plot import plot_all
+from .readme import write_readme
 from .reference import TABLES, load_references
 from .summary import render_summary, summarize
 
@@ -71,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     heatmap.add_argument("files", nargs="+", metavar="RESULTS.jsonl")
     heatmap.add_argument("-o", "--out-dir", required=True, metavar="DIR",
                          help="directory for the PNG files (created if missing)")
+
+    readme = commands.add_parser("readme", help="write REPORT_DIR/README.md of a job's results (make report)",
+                                 description="The job's figures, a side-by-side comparison of its "
+                                             "transports and the repeat summary, from "
+                                             "REPORT_DIR/results.jsonl.")
+    readme.add_argument("report_dir", metavar="REPORT_DIR", type=Path)
+    readme.add_argument("--job", required=True, metavar="JOB_FILE", help="the job file the results came from")
+    readme.add_argument("pngs", nargs="*", metavar="PNG", type=Path, help="the figures `plot` wrote there")
     return parser
 
 
@@ -97,6 +107,8 @@ def run(args: argparse.Namespace) -> None:
             print(path)
     elif args.command == "summary":
         print(render_summary(summarize(load_files(args.files)), args.format))
+    elif args.command == "readme":
+        print(write_readme(args.report_dir, args.job, args.pngs))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

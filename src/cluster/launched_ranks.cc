@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/drive.hh"
-#include "bench/serve_run.hh"
+#include "engine/drive.hh"
+#include "engine/serve_run.hh"
 #include "bootstrap/hub.hh"
 #include "core/netif.hh"
 
@@ -61,7 +61,7 @@ class Agent {
     };
     protocol::Drive named = d;
     named.target = fmt::format("rank {} ({})", d.target_rank, hub_.host_of(d.target_rank));
-    (void)bench::drive_pair(coord, named, connect, halt_);
+    (void)engine::drive_pair(coord, named, connect, halt_);
   }
 
   void serve(const protocol::Serve& s) {
@@ -69,7 +69,7 @@ class Agent {
                          job_.spec.timeout_s);
     Status st = s.from_rank < 0 || s.from_rank >= hub_.size()
                     ? Status(Errc::io, "a serve command from a rank outside the job")
-                    : bench::serve_channel(hub_.link(s.from_rank, tag(s.session, server_to_client), tag(s.session, client_to_server)),
+                    : engine::serve_channel(hub_.link(s.from_rank, tag(s.session, server_to_client), tag(s.session, client_to_server)),
                                            job_.server, halt_);
     (void)coord.send(st.is_ok() ? protocol::Message(protocol::Bye{}) : protocol::error_of(st));
   }

@@ -2,7 +2,7 @@
 // What a cluster run is asked to do, from its flags or a job file's [cluster] table.
 #include <string>
 
-#include "bench/server.hh"
+#include "engine/server.hh"
 #include "bootstrap/hub.hh"
 #include "model/spec.hh"
 #include "cluster/outcome.hh"
@@ -22,7 +22,7 @@ struct ClusterOptions {
 struct ClusterJob {
   model::RunSpec spec;
   ClusterOptions cluster;
-  bench::ServerOptions server;  // how an MPI rank serves its pairs (--domain, --cpus)
+  engine::ServerOptions server;  // how an MPI rank serves its pairs (--domain, --cpus)
   std::string json;             // --json: one line per pair and phase
 };
 

@@ -1,4 +1,4 @@
-#include "transport/fault/fault_plan.hh"
+#include "fault/fault_plan.hh"
 
 #include <charconv>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "transport/fault/faulty.hh"
+#include "fault/faulty.hh"
 
 #include <optional>
 

@@ -12,7 +12,7 @@
 //   truncate   write/send: posted 1 B short (never below 1 B); the completion reports the full length
 #include <memory>
 
-#include "transport/fault/fault_plan.hh"
+#include "fault/fault_plan.hh"
 #include "transport/transport.hh"
 
 namespace rb::transport::fault {

@@ -1,5 +1,5 @@
 #pragma once
-// Where a client run hands what it measures. The bench knows nothing of tables, files or
+// Where a client run hands what it measures. The engine knows nothing of tables, files or
 // terminals: the app wires reporters behind this interface (src/report/report_sink.hh).
 #include <cstddef>
 #include <string>

@@ -37,11 +37,8 @@ SpecProblem recv_mr_problem(const RunSpec& s) {
   return {};
 }
 
-}  // namespace
-
-Status check(const RunSpec& s) { return first_problem(s).status; }
-
-SpecProblem first_problem(const RunSpec& s) {
+// Counts, depths and times, each on its own.
+SpecProblem counts_problem(const RunSpec& s) {
   if (s.ops.empty()) return broken({"op"}, "--op: give at least one of write, read, send, write-imm, send-imm, fadd, cswap");
   if (s.modes.empty()) return broken({"mode"}, "--mode: give bw, lat or bw,lat");
   if (s.sizes.empty()) return broken({"size"}, "--size: give at least one size, e.g. --size 64,4K");
@@ -83,22 +80,30 @@ SpecProblem first_problem(const RunSpec& s) {
   if (s.report_interval > 0 && s.report_interval < 0.01)
     return broken({"report-interval"}, fmt::format("--report-interval {}: must be at least 0.01 s", s.report_interval));
   if (s.timeout_s <= 0) return broken({"timeout"}, "--timeout: must be > 0 seconds");
+  return {};
+}
 
-  if (s.bidir) {
-    if (has_mode(s, Mode::lat))
-      return broken({"bidir", "mode"},
-                    "--bidir with --mode lat: both directions stream, so it applies to --mode bw only");
-    for (Op op : s.ops)
-      if (op != Op::write && op != Op::read)
-        return broken({"bidir", "op"},
-                      fmt::format("--bidir with --op {}: the reverse stream is a plain one-sided write or read; "
-                                  "use --op write or read", transport::op_name(op)));
-    if (s.region_bytes() / uint64_t(s.threads) / kAlign * kAlign < align_up(s.max_size()))
-      return broken({"bidir", "size", "random-space", "thread-gap"},
-                    fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "
-                                "raise --random-space or --thread-gap", bytes_with_unit(s.region_bytes() / uint64_t(s.threads)),
-                                bytes_with_unit(s.max_size())));
-  }
+// --bidir: a reverse stream of plain writes or reads, in bandwidth mode.
+SpecProblem bidir_problem(const RunSpec& s) {
+  if (!s.bidir) return {};
+  if (has_mode(s, Mode::lat))
+    return broken({"bidir", "mode"},
+                  "--bidir with --mode lat: both directions stream, so it applies to --mode bw only");
+  for (Op op : s.ops)
+    if (op != Op::write && op != Op::read)
+      return broken({"bidir", "op"},
+                    fmt::format("--bidir with --op {}: the reverse stream is a plain one-sided write or read; "
+                                "use --op write or read", transport::op_name(op)));
+  if (s.region_bytes() / uint64_t(s.threads) / kAlign * kAlign < align_up(s.max_size()))
+    return broken({"bidir", "size", "random-space", "thread-gap"},
+                  fmt::format("--bidir: the server streams from its region, {} per thread, smaller than --size {}; "
+                              "raise --random-space or --thread-gap", bytes_with_unit(s.region_bytes() / uint64_t(s.threads)),
+                              bytes_with_unit(s.max_size())));
+  return {};
+}
+
+// Where remote ops land: random space, thread gaps, fixed slots.
+SpecProblem targets_problem(const RunSpec& s) {
   bool rma = std::any_of(s.ops.begin(), s.ops.end(), is_rma);
   if (!rma && (s.random_space || s.thread_gap || s.fixed))
     return broken({"random-space", "thread-gap", "fixed", "op"},
@@ -125,7 +130,11 @@ SpecProblem first_problem(const RunSpec& s) {
     return broken({"random-space"},
                   fmt::format("--random-space {}: must be a multiple of {}; try {}", bytes_with_unit(s.random_space),
                               bytes_with_unit(kAlign), format_bytes(align_up(s.random_space))));
+  return {};
+}
 
+// Every size against the places it must fit.
+SpecProblem sizes_problem(const RunSpec& s) {
   for (uint64_t size : s.sizes) {
     if (size > (1ull << 31))
       return broken({"size"},
@@ -149,6 +158,11 @@ SpecProblem first_problem(const RunSpec& s) {
                               "raise --random-space to {} or lower --thread-gap",
                               s.threads, bytes_with_unit(s.gap()), bytes_with_unit(s.random_space),
                               format_bytes(uint64_t(s.threads) * s.gap())));
+  return {};
+}
+
+// --local-mr against what validation keeps in it.
+SpecProblem local_mr_problem(const RunSpec& s) {
   if (s.local_mr && s.wants_mirror() && s.local_mr < s.region_bytes())
     return broken({"local-mr", "validate"},
                   fmt::format("--local-mr {} with --validate: write/read validation keeps a local image of the remote region "
@@ -160,12 +174,28 @@ SpecProblem first_problem(const RunSpec& s) {
                   fmt::format("--local-mr {} with --validate and --op send: each op in flight needs its own buffer; "
                               "drop --local-mr or raise it to {}", bytes_with_unit(s.local_mr),
                               format_bytes(uint64_t(s.depth) * uint64_t(s.eps_per_thread()) * align_up(s.max_size()))));
-  if (SpecProblem p = recv_mr_problem(s); !p.status) return p;
+  return {};
+}
+
+// The whole run's buffers.
+SpecProblem memory_problem(const RunSpec& s) {
   uint64_t total = s.region_bytes() + uint64_t(s.threads) * s.local_bytes_per_thread();
   if (total > (16ull << 30))
     return broken({"random-space", "local-mr", "threads"},
                   fmt::format("the run needs {} of buffers (region + per-thread local memory), more than 16 GiB; "
                               "lower --random-space, --local-mr or --threads", bytes_with_unit(total)));
+  return {};
+}
+
+}  // namespace
+
+Status check(const RunSpec& s) { return first_problem(s).status; }
+
+SpecProblem first_problem(const RunSpec& s) {
+  // In this order: a run's message names the first broken rule, so simpler rules speak first.
+  for (auto rules : {counts_problem, bidir_problem, targets_problem, sizes_problem, local_mr_problem, recv_mr_problem,
+                     memory_problem})
+    if (SpecProblem p = rules(s); !p.status) return p;
   return {};
 }
 

@@ -1,27 +1,18 @@
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
-#include "transport/dma/dma_transport.hh"
-#include "transport/inproc/inproc.hh"
-#include "transport/ofi/ofi_transport.hh"
-#include "transport/skeleton/skeleton.hh"
-#include "transport/tcp/tcp_transport.hh"
-#include "transport/ucx/ucx_transport.hh"
-#include "transport/vrdma/vrdma_transport.hh"
+#include "registry/built_transports.hh"
 
 namespace rb::transport {
 
-// The one list. A new transport adds its line here; --help and --list show entries in this order.
+// The one list, in src/transport/CMakeLists.txt's order: --help and --list show entries so.
 const std::vector<TransportEntry>& registry() {
-  static const std::vector<TransportEntry> entries = {
-      ofi::registry_entry(),
-      tcp::registry_entry(),
-      dma::registry_entry(),
-      ucx::registry_entry(),
-      vrdma::registry_entry(),
-      inproc::registry_entry(),
-      skeleton::registry_entry(),
-  };
+  static const std::vector<TransportEntry> entries = {RB_BUILT_TRANSPORT_ENTRIES};
   return entries;
+}
+
+const std::vector<LeftOut>& left_out() {
+  static const std::vector<LeftOut> missing = {RB_LEFT_OUT_TRANSPORTS};
+  return missing;
 }
 
 const TransportEntry* find_transport(const std::string& name) {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "transport/fault/faulty.hh"
-#include "transport/registry.hh"
+#include "fault/faulty.hh"
+#include "registry/registry.hh"
 
 namespace rb::transport {
 namespace {
@@ -41,6 +41,9 @@ Status check_variant(const TransportEntry& e, const Selection& s) {
 
 Result<OpenArgs> check_selection(const Selection& s, Use use) {
   const TransportEntry* e = find_transport(s.name);
+  for (const auto& m : left_out())
+    if (!e && m.name == s.name)
+      return bad(fmt::format("-t {}: this build left {} out ({}); choose {}", s.label(), m.name, m.reason, user_transports()));
   if (!e || (e->test_only && use == Use::run)) {
     std::string what = e ? "is in-process, for the unit tests only" : "is not a transport";
     return bad(fmt::format("-t {}: '{}' {}; choose {} (rdmabench --list shows them)", s.label(), s.name, what,

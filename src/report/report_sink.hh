@@ -1,5 +1,5 @@
 #pragma once
-// The reporters a client run writes to, behind the bench's ResultSink: the table on stdout, the
+// The reporters a client run writes to, behind the engine's ResultSink: the table on stdout, the
 // progress line and live lines, and optionally JSON Lines and CSV files.
 #include <chrono>
 #include <memory>

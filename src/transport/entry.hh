@@ -1,11 +1,11 @@
 #pragma once
-// The explicit list of transports. Each entry declares everything the rest of the program needs
-// to know about a transport: its name, what it is, its variants (-t NAME:VARIANT), what --domain
-// means for it, its typed -o options, the instances the tests run, how to open it and how to say
-// whether it is usable here. --help, --list, the -o checks, the conformance suite and the e2e
+// What a transport declares about itself: its name, what it is, its variants (-t NAME:VARIANT),
+// what --domain means for it, its typed -o options, the instances the tests run, how to open it
+// and how to say whether it is usable here. Each transport's folder makes one entry; the registry
+// (src/registry) lists them. --help, --list, the -o checks, the conformance suite and the e2e
 // parametrisation are all generated from these entries; nothing else names a transport.
-// Adding a transport is one folder and one line in registry.cc (see docs/transports.md).
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,19 +72,5 @@ struct TransportEntry {
   // memory files named after it); may be empty.
   std::function<void(int pid)> remove_leftovers_of;
 };
-
-const std::vector<TransportEntry>& registry();
-const TransportEntry* find_transport(const std::string& name);
-const TransportEntry& default_transport();
-// Every transport's remove_leftovers_of, for a process that was killed.
-void remove_leftovers_of(int pid);
-
-enum class Use { run, test };  // test: the in-process, test-only transports may be chosen too
-
-// Checks a selection against its entry before anything starts: the name, the variant, --domain
-// and every -o. Returns what open() will be given (local_ip still empty).
-Result<OpenArgs> check_selection(const Selection& s, Use use = Use::run);
-// Checks the selection and opens one domain at `site`.
-Result<std::unique_ptr<Domain>> open_selected(const Selection& s, const DomainSite& site, Use use = Use::run);
 
 }  // namespace rb::transport

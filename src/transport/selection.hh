@@ -1,7 +1,7 @@
 #pragma once
 // Which transport a run uses, as the user chose it: `-t NAME[:VARIANT]`, `--domain` and `-o`.
 // Plain data, carried in the run description from client to server; the registry checks it
-// against the chosen entry (registry.hh: check_selection) before anything starts.
+// against the chosen entry (src/registry/registry.hh: check_selection) before anything starts.
 #include <map>
 #include <string>
 

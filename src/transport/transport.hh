@@ -1,7 +1,7 @@
 #pragma once
 // The transport contract. A Domain is one process's handle on a fabric (memory registration,
 // endpoint factory); an Endpoint is one connection's worth of send/receive queue and completion
-// queue, used by exactly one thread. The bench runner times everything: a transport only moves
+// queue, used by exactly one thread. The engine times everything: a transport only moves
 // bytes and reports completions. Hot-path calls (post, poll) take spans so a virtual call is
 // paid per batch, never allocate, never throw, and report "busy" as a short count, not an error.
 #include <cstdint>

@@ -138,6 +138,54 @@ def limited_router(router, world, nofile=1024, **kw):
 
 
 @as_root
+def test_the_router_takes_every_descriptor_it_is_allowed(router):
+    """Under systemd's default (soft 1,024, hard far above) one uid within its default limits took
+    every descriptor the router had, and others' opens failed: the router raises its soft limit."""
+    r = router(wrap=["prlimit", "--nofile=1024:16384"])
+    limits = Path(f"/proc/{r.proc.pid}/limits").read_text()
+    line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
+    assert line.split()[3:5] == ["16384", "16384"], line
+
+
+def rss_kib(pid):
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1])
+
+
+@as_root
+def test_rkeys_a_tenant_makes_up_do_not_grow_the_router(world):
+    """A router remembered every rkey its tenant asked another host's router about, refusals
+    included, for the QP's life: WRITEs naming a new rkey each grew it by megabytes a second. The
+    cache is bounded and a refusal is not kept."""
+    from test_vrdma_router import Router
+    routers = []
+    try:
+        for name in ("a", "b"):
+            d = world / name
+            d.mkdir()
+            d.chmod(0o755)
+            routers.append(Router(d, cluster_config(world), ["--listen", f"127.0.0.1:{unused_ports(1)}"]))
+        a, b = routers
+        # One QP for 11 s: its router's heap has warmed up after 4 s (measured: flat from then on
+        # with the cache bounded, 3 MB a second more without); 4 s of made-up rkeys then must
+        # leave it where it was.
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", HOSTILE, a.sock, "remote-keys", b.sock, "11"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(5)
+        before = rss_kib(a.proc.pid)
+        time.sleep(4)
+        grown = rss_kib(a.proc.pid) - before
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, out + err
+        result = dict(kv.split("=", 1) for kv in out.split())
+        assert int(result["ops"]) > 20000 and result["refused"] == result["ops"], result
+        assert grown < 1024, f"router A grew by {grown} KiB in 4 s of made-up rkeys ({result['ops']} in 11 s)"
+    finally:
+        for r in routers:
+            r.stop()
+
+
+@as_root
 def test_register_churn_does_not_exhaust_the_routers_descriptors(router, world):
     """Each released region kept its memfd for 10 s: 3,000 register/deregister cycles took every
     descriptor under a 1024 limit, and other tenants' registrations failed. A region nothing

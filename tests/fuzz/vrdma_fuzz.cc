@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "vrdma/lib/qp_view.hh"
+#include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/router/link_auth.hh"

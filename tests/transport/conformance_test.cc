@@ -17,7 +17,7 @@
 
 #include "core/buffer.hh"
 #include "transport/inproc/inproc.hh"
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 #include "registry_instances.hh"
 
 namespace rb::transport {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::transport {
 

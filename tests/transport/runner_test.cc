@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "bench/client.hh"
-#include "bench/serve_run.hh"
-#include "bench/server.hh"
+#include "engine/client.hh"
+#include "engine/serve_run.hh"
+#include "engine/server.hh"
 #include "bootstrap/channel.hh"
 #include "registry_instances.hh"
 
-namespace rb::bench {
+namespace rb::engine {
 namespace {
 
 using transport::Instance;
@@ -400,4 +400,4 @@ TEST(RunnerFailure, TestOnlyTransportsNeedTheTestOptionOnBothSides) {
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::engine

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 #include "transport/ofi/shm_names.hh"
 
 namespace rb::transport {

@@ -1,4 +1,4 @@
-#include "bench/addressing.hh"
+#include "engine/addressing.hh"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "../../apps/rdmabench/cli.hh"
 
-namespace rb::bench {
+namespace rb::engine {
 namespace {
 
 TEST(Addressing, FixedIsOneSlotPerThread) {
@@ -133,4 +133,4 @@ TEST(Addressing, ReceivesCycleThroughRecvMr) {
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::engine

@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "../../apps/rdmabench/cli.hh"
-#include "transport/fault/fault_plan.hh"
-#include "transport/registry.hh"
+#include "fault/fault_plan.hh"
+#include "registry/registry.hh"
 
 namespace rb::transport::fault {
 namespace {

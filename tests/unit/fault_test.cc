@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "transport/fault/faulty.hh"
-#include "transport/registry.hh"
+#include "fault/faulty.hh"
+#include "registry/registry.hh"
 
 namespace rb::transport::fault {
 namespace {

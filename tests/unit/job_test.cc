@@ -41,13 +41,13 @@ threads = [1, 2]
   const auto& first = j->runs[0].cmd;
   EXPECT_EQ(first.kind, Command::Kind::loopback);
   EXPECT_EQ(first.spec.transport.variant, "shm");
-  EXPECT_EQ(first.spec.ops, std::vector<bench::Op>{bench::Op::write});
+  EXPECT_EQ(first.spec.ops, std::vector<engine::Op>{engine::Op::write});
   EXPECT_EQ(first.spec.threads, 1);
   EXPECT_EQ(first.spec.sizes, (std::vector<uint64_t>{64, 4096}));
   EXPECT_EQ(first.spec.iters, 200u);
   EXPECT_EQ(first.output.json, "out.jsonl");
   EXPECT_EQ(j->runs[1].cmd.spec.threads, 2);                               // last key fastest
-  EXPECT_EQ(j->runs[2].cmd.spec.ops, std::vector<bench::Op>{bench::Op::read});
+  EXPECT_EQ(j->runs[2].cmd.spec.ops, std::vector<engine::Op>{engine::Op::read});
   EXPECT_EQ(j->runs[6].cmd.spec.transport.variant, "tcp");                        // first key slowest
   EXPECT_EQ(join_args(j->runs[3].args),
             "--transport ofi:shm --op read --threads 2 --size 64,4K --iters 200 --json out.jsonl");
@@ -94,7 +94,7 @@ size = "1M"
 )");
   ASSERT_TRUE(j.is_ok()) << j.status().message();
   ASSERT_EQ(j->runs.size(), 4u);
-  EXPECT_EQ(j->runs[2].cmd.spec.ops, std::vector<bench::Op>{bench::Op::send});
+  EXPECT_EQ(j->runs[2].cmd.spec.ops, std::vector<engine::Op>{engine::Op::send});
   EXPECT_EQ(j->runs[2].cmd.spec.sizes, std::vector<uint64_t>{64});
   EXPECT_EQ(j->runs[3].cmd.spec.sizes, std::vector<uint64_t>{1 << 20});
 

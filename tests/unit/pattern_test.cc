@@ -1,10 +1,10 @@
-#include "bench/pattern.hh"
+#include "engine/pattern.hh"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace rb::bench {
+namespace rb::engine {
 namespace {
 
 TEST(Pattern, PositionalPatternCatchesMisplacement) {
@@ -26,4 +26,4 @@ TEST(Pattern, MessageSeedsDifferBySequenceAndThread) {
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::engine

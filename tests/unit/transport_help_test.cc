@@ -5,7 +5,7 @@
 
 #include "../../apps/rdmabench/cli.hh"
 #include "../../apps/rdmabench/list.hh"
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::app {
 namespace {

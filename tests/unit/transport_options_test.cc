@@ -3,7 +3,7 @@
 // reach the transport typed, with defaults filled in.
 #include <gtest/gtest.h>
 
-#include "transport/registry.hh"
+#include "registry/registry.hh"
 
 namespace rb::transport {
 namespace {

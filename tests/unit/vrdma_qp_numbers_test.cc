@@ -38,5 +38,21 @@ TEST(VrdmaQpNumbers, NumbersLookRandomAndDifferByKey) {
   EXPECT_LT(ascending, 650);
 }
 
+// Eight uids, each within its own pace, once spent the whole space in 23 minutes: the router-wide
+// pace holds however many tenants churn, so spending it takes over two hours.
+TEST(VrdmaQpNumbers, TheRouterWidePaceHoldsForAllTenantsTogether) {
+  QpNumbers n({1, 2, 3, 4});
+  int64_t t = 1'000'000'000;
+  int burst = 0;
+  while (n.pace.take(t)) ++burst;
+  EXPECT_EQ(burst, int(QpNumbers::kBurst));
+  int next_second = 0;
+  for (int i = 0; i < 100'000; ++i)
+    next_second += n.pace.take(t + 1'000'000'000);
+  EXPECT_EQ(next_second, int(QpNumbers::kRate));
+  double hours = (double(QpNumbers::kMask) - QpNumbers::kBurst) / QpNumbers::kRate / 3600;
+  EXPECT_GT(hours, 2.0);
+}
+
 }  // namespace
 }  // namespace rb::vrdma

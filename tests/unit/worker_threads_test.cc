@@ -1,13 +1,13 @@
 // WorkerThreads: workers that finish are joined; one that never returns ends the process with a
 // clear error instead of hanging it.
-#include "bench/worker_threads.hh"
+#include "engine/worker_threads.hh"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
-namespace rb::bench {
+namespace rb::engine {
 namespace {
 
 TEST(WorkerThreads, JoinWaitsForWorkersThatStopWhenReleased) {
@@ -76,4 +76,4 @@ TEST(WorkerThreads, GraceCoversEveryEndpointsCleanup) {
 }
 
 }  // namespace
-}  // namespace rb::bench
+}  // namespace rb::engine

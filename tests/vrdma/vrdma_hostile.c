@@ -32,6 +32,9 @@
  *   vrdma_hostile SOCKET withdrawn         two router-path QPs A -> B; B's header says every receive
  *                                          was withdrawn and its receive ring claims 2^62 of them;
  *                                          A SENDs once: "status=S" (S -1: no completion in 3 s)
+ *   vrdma_hostile SOCKET remote-keys SOCKET_B SECONDS  a QP here connected to one at the router
+ *                                          of SOCKET_B (another host's), WRITEs each naming a new
+ *                                          rkey for SECONDS: "ops=N refused=F"
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -511,6 +514,46 @@ static int withdrawn(struct vrdma_context* ctx) {
   return 0;
 }
 
+static int remote_keys(struct vrdma_context* a, const char* sock_b, double seconds) {
+  struct vrdma_context* b = vrdma_open(sock_b);
+  if (!b) return die("open the other router");
+  struct vrdma_pd *pa = vrdma_alloc_pd(a), *pb = vrdma_alloc_pd(b);
+  struct vrdma_cq *ca = pa ? vrdma_create_cq(a, 128) : NULL, *cb = pb ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* ma = ca ? vrdma_alloc_mr(pa, 4096, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!ma || !cb) return die("setup");
+  struct vrdma_qp_init_attr at = {ca, ca, 64, 64, 0, 0, VRDMA_QP_NO_ERROR_STATE, NULL};
+  struct vrdma_qp_init_attr bt = {cb, cb, 16, 16, 0, 0, 0, NULL};
+  struct vrdma_qp *qa = vrdma_create_qp(pa, &at), *qb = vrdma_create_qp(pb, &bt);
+  if (!qa || !qb) return die("qps");
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(qa, aa, sizeof aa);
+  vrdma_qp_address(qb, ab, sizeof ab);
+  if (vrdma_connect_qp(qb, aa, sizeof aa) || vrdma_connect_qp(qa, ab, sizeof ab)) return die("connect");
+  long ops = 0, refused = 0, inflight = 0;
+  uint32_t rkey = 1;
+  double until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    for (; inflight < 32; ++inflight) {
+      struct vrdma_sge sge = {(uint64_t)(uintptr_t)ma->addr, 64, ma->lkey};
+      struct vrdma_send_wr wr = {0}, *bad;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = VRDMA_WR_RDMA_WRITE;
+      wr.send_flags = VRDMA_SEND_SIGNALED;
+      wr.remote_addr = 4096;
+      wr.rkey = rkey++;
+      if (vrdma_post_send(qa, &wr, &bad)) break;
+    }
+    struct vrdma_wc wc[32];
+    int n = vrdma_poll_cq(ca, 32, wc);
+    if (n < 0) return die("poll");
+    for (int i = 0; i < n; ++i, --inflight, ++ops) refused += wc[i].status != VRDMA_WC_SUCCESS;
+    if (!n) usleep(50);
+  }
+  printf("ops=%ld refused=%ld\n", ops, refused);
+  return 0;
+}
+
 static int connect_nowhere(struct vrdma_context* ctx, int port, long n) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
@@ -587,6 +630,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);
   else if (strcmp(mode, "withdrawn") == 0) rc = withdrawn(ctx);
+  else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {
     fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);

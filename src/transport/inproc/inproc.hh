@@ -5,7 +5,7 @@
 // completions. Not reachable across processes, hence hidden from --help and --list.
 #include <memory>
 
-#include "transport/registry.hh"
+#include "transport/entry.hh"
 
 namespace rb::transport::inproc {
 

@@ -1,7 +1,7 @@
 // A minimal transport, documented hook by hook. To add a transport:
-//   1. copy src/transport/skeleton/ to src/transport/<name>/ and rename the namespace;
-//   2. add its .cc files to rb_transport in CMakeLists.txt;
-//   3. add `<name>::registry_entry(),` to the list in src/transport/registry.cc.
+//   1. copy src/transport/skeleton/ to src/transport/<name>/ and rename the namespace, and in
+//      its CMakeLists.txt the target and the rb_transport_built(...) line;
+//   2. add <name> to RB_TRANSPORT_FOLDERS in src/transport/CMakeLists.txt.
 // --help, --list, the -o checks, the conformance suite and the e2e tests pick it up from there.
 #include "transport/skeleton/skeleton.hh"
 
@@ -30,7 +30,7 @@ Caps skeleton_caps() {
   return c;
 }
 
-// REQUIRED: a memory region. remote() is what the peer needs to address it; the bench sends it
+// REQUIRED: a memory region. remote() is what the peer needs to address it; the engine sends it
 // over the control connection. `handle` may carry transport-specific bytes (unused here).
 class SkeletonMr final : public MemoryRegion {
  public:

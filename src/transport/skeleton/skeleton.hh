@@ -7,7 +7,7 @@
 // Its "fabric" is this process's address space: an endpoint's address is its own pointer and a
 // write or read is a memcpy into or out of the peer's registered memory. Both sides must
 // therefore live in one process, so the entry is test-only (hidden from --help and --list).
-#include "transport/registry.hh"
+#include "transport/entry.hh"
 
 namespace rb::transport::skeleton {
 TransportEntry registry_entry();

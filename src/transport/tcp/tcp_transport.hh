@@ -4,7 +4,7 @@
 // registered region (keys and bounds checked), so addressing and validation work as over ofi;
 // fadd/cswap are requests it applies atomically and answers with the old value. Each endpoint
 // pair shares one connection that carries both directions, and arm_wait sleeps on its socket.
-#include "transport/registry.hh"
+#include "transport/entry.hh"
 
 namespace rb::transport::tcp {
 TransportEntry registry_entry();

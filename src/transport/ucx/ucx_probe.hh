@@ -3,7 +3,7 @@
 // the default and every known variant whether two workers can connect over it, or why not.
 #include <vector>
 
-#include "transport/registry.hh"
+#include "transport/entry.hh"
 
 namespace rb::transport::ucx {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/registry.hh"
+#include "transport/entry.hh"
 
 namespace rb::transport::ucx {
 

@@ -63,12 +63,6 @@ FixedMapping::~FixedMapping() {
   if (p_) munmap(p_, len_);
 }
 
-std::string default_socket_path() {
-  if (const char* s = std::getenv("VRDMA_SOCKET"); s && *s) return s;
-  if (const char* d = std::getenv("XDG_RUNTIME_DIR"); d && *d) return std::string(d) + "/vrdma.sock";
-  return "/run/vrdma/vrdma.sock";
-}
-
 Call<std::unique_ptr<Context>> Context::open(const std::string& socket_path) {
   auto sock = ipc::connect_to(socket_path);
   if (!sock) return fail<std::unique_ptr<Context>>(errno_of(sock.status().code()), sock.status().message());

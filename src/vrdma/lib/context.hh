@@ -16,6 +16,7 @@
 #include "core/status.hh"
 #include "core/unique_fd.hh"
 #include "vrdma/ipc/seqpacket.hh"
+#include "vrdma/ipc/socket_path.hh"
 #include "vrdma/proto/control.hh"
 
 namespace rb::vrdma {
@@ -23,7 +24,7 @@ namespace rb::vrdma {
 constexpr int kReplyTimeoutMs = 1000;
 
 // The path vrdma_open(NULL) uses.
-std::string default_socket_path();
+using ipc::default_socket_path;
 
 // An error that carries the errno value the C API returns.
 struct CallError {

@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "vrdma/lib/copy.hh"
+#include "vrdma/proto/copy.hh"
 #include "vrdma/lib/cq.hh"
-#include "vrdma/lib/qp_view.hh"
+#include "vrdma/proto/qp_view.hh"
 #include "vrdma/lib/srq.hh"
 
 namespace rb::vrdma {

@@ -1,4 +1,4 @@
-#include "vrdma/lib/copy.hh"
+#include "vrdma/proto/copy.hh"
 
 #include <algorithm>
 #include <atomic>

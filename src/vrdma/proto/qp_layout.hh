@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include <vrdma/vrdma.h>
+
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kQpMagic = 0x50515256;  // "VRQP"
@@ -110,5 +112,16 @@ struct Cqe {
   uint8_t opcode = 0;  // the request's vrdma_wr_opcode
   uint8_t pad[2] = {};
 };
+
+// The layout is an ABI between processes that may be built apart (a client library and the
+// router of another release): a size that moves is a new layout, so it must be a deliberate one.
+static_assert(sizeof(QpHeader) == 128 && sizeof(Sge) == 16 && sizeof(RecvEntry) == 24 + 16 * kMaxSge);
+static_assert(sizeof(Arrival) == 24 && sizeof(SendEntry) == 48 + 16 * kMaxSge + kRouterInline && sizeof(Cqe) == 16);
+// The public header says the same things in C: one value each, asserted here.
+static_assert(kMaxSge == VRDMA_MAX_SGE);
+static_assert(uint32_t(imm_without_recv) == uint32_t(VRDMA_QP_IMM_WITHOUT_RECV) &&
+              uint32_t(router_path) == uint32_t(VRDMA_QP_ROUTER_PATH) &&
+              uint32_t(no_error_state) == uint32_t(VRDMA_QP_NO_ERROR_STATE) &&
+              uint32_t(keep_recvs) == uint32_t(VRDMA_QP_KEEP_RECVS));
 
 }  // namespace rb::vrdma::proto

@@ -1,4 +1,4 @@
-#include "vrdma/lib/qp_view.hh"
+#include "vrdma/proto/qp_view.hh"
 
 namespace rb::vrdma {
 

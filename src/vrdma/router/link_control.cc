@@ -180,8 +180,12 @@ void Router::link_key(const proto::LinkMessage& m) {
   uint32_t qp = uint32_t(m.h.req >> 32), rkey = uint32_t(m.h.req);
   auto q = qps_.find(qp);
   if (q == qps_.end() || !q->second.remote || q->second.remote->key_asked != rkey) return;
-  q->second.remote->key_asked = 0;
-  q->second.remote->keys[rkey] = m.as<proto::LinkKey>();  // an error is remembered too: it fails the op
+  RemoteQp& r = *q->second.remote;
+  r.key_asked = 0;
+  // The owner names the rkeys, so it could name a new one each time: the cache is bounded, and
+  // an error is kept only until the op that asked fails with it (remote_path.cc).
+  if (r.keys.size() >= RemoteQp::kKeysCached) r.keys.clear();
+  r.keys[rkey] = m.as<proto::LinkKey>();
 }
 
 void Router::link_revoke(const proto::LinkMessage& m) {

@@ -1,4 +1,4 @@
-#include "vrdma/router/fabric.hh"
+#include "vrdma/router/ofi_fabric.hh"
 
 #include "vrdma/router/link_auth.hh"
 
@@ -37,7 +37,7 @@ void close_fid(fid_t f) {
 
 }  // namespace
 
-struct Fabric::Context {
+struct OfiFabric::Context {
   fi_context2 fc;  // first: libfabric hands this pointer back
   enum Kind { recv, send, rma } kind = recv;
   std::vector<uint8_t> bytes;   // a receive buffer, or a message being sent
@@ -51,11 +51,11 @@ struct Fabric::Context {
   fi_msg_rma msg{};
 };
 
-FabricMr::~FabricMr() { close_fid(&mr_->fid); }
-void* FabricMr::desc() const { return fi_mr_desc(mr_); }
+OfiMr::~OfiMr() { close_fid(&mr_->fid); }
+void* OfiMr::desc() const { return fi_mr_desc(mr_); }
 
-Result<std::unique_ptr<Fabric>> Fabric::open(const std::string& provider, const proto::RouterAddress& listen) {
-  std::unique_ptr<Fabric> f(new Fabric());
+Result<std::unique_ptr<OfiFabric>> OfiFabric::open(const std::string& provider, const proto::RouterAddress& listen) {
+  std::unique_ptr<OfiFabric> f(new OfiFabric());
   f->provider_ = provider;
   fi_info* hints = fi_allocinfo();
   hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE;
@@ -105,7 +105,7 @@ Result<std::unique_ptr<Fabric>> Fabric::open(const std::string& provider, const 
   return f;
 }
 
-Fabric::~Fabric() {
+OfiFabric::~OfiFabric() {
   close_fid(ep_ ? &ep_->fid : nullptr);
   in_flight_.clear();  // the registrations its RMAs pinned close while the domain is open
   close_fid(cq_ ? &cq_->fid : nullptr);
@@ -115,7 +115,7 @@ Fabric::~Fabric() {
   if (info_) fi_freeinfo(info_);
 }
 
-Status Fabric::post_recv(Context* c) {
+Status OfiFabric::post_recv(Context* c) {
   ssize_t rc = fi_recv(ep_, c->bytes.data(), c->bytes.size(), nullptr, FI_ADDR_UNSPEC, &c->fc);
   if (rc) return Status(Errc::io, "fi_recv: " + fi_error(int(rc)));
   return {};
@@ -127,13 +127,13 @@ Status Fabric::post_recv(Context* c) {
 // spins on it (raw connections to --listen that close before the handshake did it). Fixed
 // upstream in 2.2 ("prov/tcp: handle the error correctly"); until then errno is cleared before
 // each call that drives the provider's progress.
-bool Fabric::try_wait() {
+bool OfiFabric::try_wait() {
   errno = 0;
   fid* f = &cq_->fid;
   return fi_trywait(fabric_, &f, 1) == FI_SUCCESS;
 }
 
-int Fabric::poll(LinkSink& sink) {
+int OfiFabric::poll(LinkSink& sink) {
   int handled = 0;
   if (!waiting_.empty() && !reading_) post_waiting(sink);
   if (!reading_) {  // what a post's retry read while a handler ran comes first, in order
@@ -171,7 +171,7 @@ int Fabric::poll(LinkSink& sink) {
 
 // A completion to the sink now, or into the backlog when a handler is running (a post it made
 // is retrying): handlers never run inside each other, so ops of a QP keep their order.
-void Fabric::deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink& sink) {
+void OfiFabric::deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink& sink) {
   Event ev;
   if (c->kind == Context::recv) {
     ev.kind = Event::message;
@@ -194,7 +194,7 @@ void Fabric::deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink
   dispatch(ev, sink);
 }
 
-void Fabric::dispatch(Event& ev, LinkSink& sink) {
+void OfiFabric::dispatch(Event& ev, LinkSink& sink) {
   reading_ = true;
   switch (ev.kind) {
     case Event::message: sink.on_message(ev.bytes); break;
@@ -204,7 +204,7 @@ void Fabric::dispatch(Event& ev, LinkSink& sink) {
   reading_ = false;
 }
 
-Result<uint64_t> Fabric::address_of(const proto::RouterAddress& a) {
+Result<uint64_t> OfiFabric::address_of(const proto::RouterAddress& a) {
   std::vector<uint8_t> k(reinterpret_cast<const uint8_t*>(&a), reinterpret_cast<const uint8_t*>(&a) + sizeof a);
   if (auto it = addrs_.find(k); it != addrs_.end()) return it->second;
   sockaddr_in v4{};
@@ -231,7 +231,7 @@ Result<uint64_t> Fabric::address_of(const proto::RouterAddress& a) {
   return uint64_t(fa);
 }
 
-Status Fabric::post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post) {
+Status OfiFabric::post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post) {
   auto w = waiting_.find(peer);
   if (w == waiting_.end()) {
     ssize_t rc = post();
@@ -247,7 +247,7 @@ Status Fabric::post_or_wait(uint64_t peer, Context* c, const char* what, std::fu
 
 // Each peer's waiting posts, in order, until the provider refuses one again; one that waited
 // past the bound fails (its peer is unreachable), as does one the provider refuses outright.
-void Fabric::post_waiting(LinkSink& sink) {
+void OfiFabric::post_waiting(LinkSink& sink) {
   int64_t now = mono_ns();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     auto& q = it->second;
@@ -263,7 +263,7 @@ void Fabric::post_waiting(LinkSink& sink) {
   }
 }
 
-Status Fabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink&) {
+Status OfiFabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();
   auto c = std::make_unique<Context>();
@@ -278,7 +278,7 @@ Status Fabric::send(const proto::RouterAddress& to, std::span<const uint8_t> byt
                       [ep, raw, dest] { return fi_send(ep, raw->bytes.data(), raw->bytes.size(), nullptr, dest, &raw->fc); });
 }
 
-Status Fabric::rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
+Status OfiFabric::rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
                    uint64_t key, uint64_t cookie, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();
@@ -304,17 +304,17 @@ Status Fabric::rma(bool is_write, const proto::RouterAddress& to, std::span<cons
   return post_or_wait(*fa, raw, "fi_readmsg", [ep, raw] { return fi_readmsg(ep, &raw->msg, FI_COMPLETION); });
 }
 
-Status Fabric::write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
+Status OfiFabric::write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
                      uint64_t cookie, LinkSink& sink) {
   return rma(true, to, local, addr, key, cookie, sink);
 }
 
-Status Fabric::read(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
+Status OfiFabric::read(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
                     uint64_t cookie, LinkSink& sink) {
   return rma(false, to, local, addr, key, cookie, sink);
 }
 
-Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, uint32_t region_access) {
+Result<std::unique_ptr<FabricMr>> OfiFabric::register_region(void* p, size_t len, uint32_t region_access) {
   fid_mr* mr = nullptr;
   // Other routers may read or write only where the region grants remote read or write.
   uint64_t access = FI_READ | FI_WRITE;
@@ -328,7 +328,17 @@ Result<std::unique_ptr<FabricMr>> Fabric::register_region(void* p, size_t len, u
     rc = fi_mr_reg(domain_, p, len, access, 0, prov_key_ ? 0 : key, 0, &mr, nullptr);
   }
   if (rc) return Status(Errc::io, fmt::format("fi_mr_reg of {} B: {}", len, fi_error(rc)));
-  return std::make_unique<FabricMr>(mr, fi_mr_key(mr), virt_addr_ ? reinterpret_cast<uint64_t>(p) : 0);
+  return std::unique_ptr<FabricMr>(std::make_unique<OfiMr>(mr, fi_mr_key(mr), virt_addr_ ? reinterpret_cast<uint64_t>(p) : 0));
+}
+
+}  // namespace rb::vrdma
+
+namespace rb::vrdma {
+
+Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress& listen) {
+  auto f = OfiFabric::open(provider, listen);
+  if (!f) return f.status();
+  return std::unique_ptr<Fabric>(std::move(*f));
 }
 
 }  // namespace rb::vrdma

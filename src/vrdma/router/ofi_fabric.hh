@@ -1,5 +1,5 @@
 #pragma once
-// The router's libfabric endpoint, to the routers of other hosts: one RDM endpoint bound to the
+// The router's Fabric over libfabric, to the routers of other hosts: one RDM endpoint bound to the
 // --listen address, one CQ with a wait fd (so a parked router wakes for the link), receive
 // buffers for link messages, and RMA on regions registered with the domain under keys the
 // router chooses. Other routers are addressed by where they listen; nothing is hard-coded.
@@ -17,78 +17,60 @@
 
 #include "core/status.hh"
 #include "vrdma/proto/link.hh"
+#include "vrdma/router/fabric.hh"
 
 namespace rb::vrdma {
 
-// What the fabric's completions are handed to.
-class LinkSink {
- public:
-  virtual ~LinkSink() = default;
-  virtual void on_message(std::span<const uint8_t> bytes) = 0;
-  // An RMA posted with `cookie` finished; ok false: it failed (the peer is gone or refused it).
-  virtual void on_rma(uint64_t cookie, bool ok) = 0;
-  // A message to `to` could not be delivered: the router there is unreachable.
-  virtual void on_send_failed(const proto::RouterAddress& to) = 0;
-};
-
 // A region registered with the domain; deregistered (remote access revoked) on destruction.
-class FabricMr {
+class OfiMr final : public FabricMr {
  public:
-  FabricMr(fid_mr* mr, uint64_t key, uint64_t base) : mr_(mr), key_(key), base_(base) {}
-  FabricMr(const FabricMr&) = delete;
-  FabricMr& operator=(const FabricMr&) = delete;
-  ~FabricMr();
-  uint64_t key() const { return key_; }
-  uint64_t base() const { return base_; }  // the RMA address of the region's first byte
-  void* desc() const;
+  OfiMr(fid_mr* mr, uint64_t key, uint64_t base) : mr_(mr), key_(key), base_(base) {}
+  OfiMr(const OfiMr&) = delete;
+  OfiMr& operator=(const OfiMr&) = delete;
+  ~OfiMr() override;
+  uint64_t key() const override { return key_; }
+  uint64_t base() const override { return base_; }
+  void* desc() const override;
 
  private:
   fid_mr* mr_;
   uint64_t key_, base_;
 };
 
-struct LocalPiece {
-  void* p = nullptr;
-  size_t len = 0;
-  void* desc = nullptr;
-  std::shared_ptr<const void> pin;  // what keeps [p, p+len) mapped until the RMA completes
-};
-
-class Fabric {
+class OfiFabric final : public Fabric {
  public:
-  // provider: as libfabric names it ("tcp;ofi_rxm", "verbs;ofi_rxm", "efa"); listen: bind here.
-  static Result<std::unique_ptr<Fabric>> open(const std::string& provider, const proto::RouterAddress& listen);
-  ~Fabric();
-  Fabric(const Fabric&) = delete;
-  Fabric& operator=(const Fabric&) = delete;
+  static Result<std::unique_ptr<OfiFabric>> open(const std::string& provider, const proto::RouterAddress& listen);
+  ~OfiFabric() override;
+  OfiFabric(const OfiFabric&) = delete;
+  OfiFabric& operator=(const OfiFabric&) = delete;
 
-  const std::string& provider() const { return provider_; }
-  int wait_fd() const { return wait_fd_; }
+  const std::string& provider() const override { return provider_; }
+  int wait_fd() const override { return wait_fd_; }
   // Drives progress; true when nothing is ready and the wait fd will signal what comes.
-  bool try_wait();
+  bool try_wait() override;
   // Handles up to a batch of completions; the number handled.
-  int poll(LinkSink& sink);
+  int poll(LinkSink& sink) override;
 
   // Registers a tenant's region (or the piece of one a pulled op carries): this router may read
   // and write it (it moves the bytes of the owner's own requests); other routers only as
   // `access` (proto::Access) grants remote read and write. Its key is the provider's, or one this
   // router draws at random over all the bits the provider takes (64 with tcp): not the 32-bit
   // rkey, so a host that reaches the fabric but not the authenticated link cannot guess it.
-  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint32_t access);
+  Result<std::unique_ptr<FabricMr>> register_region(void* p, size_t len, uint32_t access) override;
 
   // Queues a copy of `bytes` to the router at `to`, and never waits: a post the provider cannot
   // take now (-FI_EAGAIN: a connection being made, a full queue) waits in a queue of that
   // peer's, tried again at each poll(), and fails to the sink (on_send_failed, on_rma) when it
   // has waited a bound. Errors: it cannot be addressed, or the provider refused it outright.
-  Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink);
+  Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) override;
   // Posts wait for the provider: poll() again soon.
-  bool posts_waiting() const { return !waiting_.empty(); }
+  bool posts_waiting() const override { return !waiting_.empty(); }
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
-               uint64_t cookie, LinkSink& sink);
+               uint64_t cookie, LinkSink& sink) override;
   Status read(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
-              uint64_t cookie, LinkSink& sink);
+              uint64_t cookie, LinkSink& sink) override;
 
  private:
   struct Context;
@@ -99,7 +81,7 @@ class Fabric {
     proto::RouterAddress to;
     std::vector<uint8_t> bytes;
   };
-  Fabric() = default;
+  OfiFabric() = default;
   void deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink& sink);
   void dispatch(Event& ev, LinkSink& sink);
   Result<uint64_t> address_of(const proto::RouterAddress& a);

@@ -38,12 +38,10 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
     if (it->second->pd != req.pd) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is of another PD", req.srq));
     srq = it->second;
   }
-  if (!u.take_qp_number(now_ns()))
-    return error(s, m, EAGAIN, fmt::format("tenant {} makes QPs and SRQs faster than {:.0f} a second; try again", s.tenant.name,
-                                           TenantUsage::kQpRate));
-  auto fresh = qp_numbers_.next();
-  if (!fresh) return error(s, m, ENOSPC, "this router has issued every QP number it has (2^24 - 1); restart it");
-  uint32_t num = *fresh;
+  int err = 0;
+  std::string why;
+  uint32_t num = issue_number(s, u, "QP", err, why);
+  if (!num) return error(s, m, err, why);
   QpEntry q{num, req.pd, s.id, 0, false, std::move(fd), std::move(doorbell), {}, {}, std::move(*map), req.mem_len};
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   if (srq) ++srq->users;
@@ -203,12 +201,10 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   auto ring = SpscRing<proto::RecvEntry>::attach(map->bytes());
   if (!ring) return error(s, m, EINVAL, "SRQ memory is not a ring of receives: " + ring.status().message());
   auto e = std::make_shared<SrqEntry>();
-  if (!u.take_qp_number(now_ns()))
-    return error(s, m, EAGAIN, fmt::format("tenant {} makes QPs and SRQs faster than {:.0f} a second; try again", s.tenant.name,
-                                           TenantUsage::kQpRate));
-  auto fresh = qp_numbers_.next();
-  if (!fresh) return error(s, m, ENOSPC, "this router has issued every SRQ number it has (2^24 - 1); restart it");
-  e->num = *fresh;
+  int err = 0;
+  std::string why;
+  e->num = issue_number(s, u, "SRQ", err, why);
+  if (!e->num) return error(s, m, err, why);
   e->pd = req.pd;
   e->owner = s.id;
   e->mem.emplace(std::move(*map));
@@ -251,12 +247,24 @@ void Router::ring_bell(UniqueFd& bell) {
   closer_->close_later(std::move(bell));
 }
 
-bool TenantUsage::take_qp_number(int64_t now) {
-  if (qp_refill_ns) qp_tokens = std::min(kQpBurst, qp_tokens + double(now - qp_refill_ns) * 1e-9 * kQpRate);
-  qp_refill_ns = now;
-  if (qp_tokens < 1) return false;
-  qp_tokens -= 1;
-  return true;
+uint32_t Router::issue_number(const Session& s, TenantUsage& u, const char* what, int& err, std::string& why) {
+  int64_t now = now_ns();
+  err = EAGAIN;
+  if (!u.qp_pace.take(now)) {
+    why = fmt::format("tenant {} makes QPs and SRQs faster than {:.0f} a second; try again", s.tenant.name,
+                      TenantUsage::kQpRate);
+    return 0;
+  }
+  if (!qp_numbers_.pace.take(now)) {
+    why = fmt::format("this router makes QPs and SRQs for all its tenants at most {:.0f} a second; try again",
+                      QpNumbers::kRate);
+    return 0;
+  }
+  auto fresh = qp_numbers_.next();
+  if (fresh) return *fresh;
+  err = ENOSPC;
+  why = fmt::format("this router has issued every {} number it has (2^24 - 1); restart it", what);
+  return 0;
 }
 
 QpEntry* Router::connected_peer(QpEntry& q) {

@@ -5,9 +5,15 @@
 // random (an address learned from one QP says nothing about the next), no two are ever equal, and
 // after 2^24 - 1 of them the router refuses further QPs rather than reuse one. A peer that still
 // names a destroyed QP's number therefore names nothing, never somebody's new QP.
+//
+// The space is the router's, so its pace is too: besides each tenant's (TenantUsage), all
+// tenants together get kBurst numbers at once, then kRate a second. However many uids churn QPs
+// together, spending the space takes (2^24 - kBurst) / kRate, over two hours.
 #include <array>
 #include <cstdint>
 #include <optional>
+
+#include "vrdma/router/pace.hh"
 
 namespace rb::vrdma {
 
@@ -20,8 +26,11 @@ class QpNumbers {
   QpNumbers();
   // With a given key (tests).
   explicit QpNumbers(const std::array<uint16_t, 4>& key) : key_(key) {}
+  static constexpr double kBurst = 16384, kRate = 2000;
+
   // The next number, never 0 and never one issued before; nullopt once the space is spent.
   std::optional<uint32_t> next();
+  Pace pace{kBurst, kRate};  // router-wide: take one before next()
   uint64_t issued() const { return counter_; }
 
  private:

@@ -74,6 +74,34 @@ bool Router::pump_remote(QpEntry& q) {
   return moved;
 }
 
+// A WRITE or READ straight into the peer host's memory, under the key its router gave for the
+// rkey: VRDMA_WC_SUCCESS once on the fabric, kWaitingForKey while the key is asked for, else
+// the status the request fails with.
+int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<const LocalPiece> pieces, uint64_t total,
+                           uint64_t cookie) {
+  RemoteQp& r = *q.remote;
+  auto k = r.keys.find(e.rkey);
+  if (k == r.keys.end()) {
+    r.key_asked = e.rkey;
+    r.key_asked_ns = now_ns();
+    if (!link_send(r.peer_at, LinkType::key_ask, uint64_t(q.num) << 32 | e.rkey, proto::LinkKeyAsk{q.num, q.peer, e.rkey}))
+      r.key_asked = 0;
+    return kWaitingForKey;
+  }
+  const proto::LinkKey& key = k->second;
+  if (key.err) {
+    r.keys.erase(k);  // a refusal answers the op that asked, and is asked again next time
+    return VRDMA_WC_REM_ACCESS_ERR;
+  }
+  uint32_t need = e.opcode == VRDMA_WR_RDMA_READ ? proto::remote_read : proto::remote_write;
+  if ((need & ~key.access) || e.remote_addr < key.va || total > key.len || e.remote_addr - key.va > key.len - total)
+    return VRDMA_WC_REM_ACCESS_ERR;
+  uint64_t at = key.fabric_base + (e.remote_addr - key.va);
+  Status st = e.opcode == VRDMA_WR_RDMA_READ ? fabric_->read(r.peer_at, pieces, at, key.fabric_key, cookie, *this)
+                                             : fabric_->write(r.peer_at, pieces, at, key.fabric_key, cookie, *this);
+  return st ? VRDMA_WC_SUCCESS : VRDMA_WC_REM_OP_ERR;
+}
+
 // Sends `e` on its way; false when it must wait (a key's answer), else `o` is in flight or done.
 bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o) {
   RemoteQp& r = *q.remote;
@@ -108,25 +136,8 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   uint64_t cookie = uint64_t(q.num) << 32 | o.seq;
   bool one_sided = (e.opcode == VRDMA_WR_RDMA_WRITE && !e.inline_len) || e.opcode == VRDMA_WR_RDMA_READ;
   if (one_sided) {
-    auto k = r.keys.find(e.rkey);
-    if (k == r.keys.end()) {
-      r.key_asked = e.rkey;
-      r.key_asked_ns = now_ns();
-      if (!link_send(r.peer_at, LinkType::key_ask, uint64_t(q.num) << 32 | e.rkey,
-                     proto::LinkKeyAsk{q.num, q.peer, e.rkey}))
-        r.key_asked = 0;
-      return false;
-    }
-    const proto::LinkKey& key = k->second;
-    uint32_t need = e.opcode == VRDMA_WR_RDMA_READ ? proto::remote_read : proto::remote_write;
-    if (key.err || (need & ~key.access) || e.remote_addr < key.va || total > key.len ||
-        e.remote_addr - key.va > key.len - total)
-      return fail(VRDMA_WC_REM_ACCESS_ERR);
-    uint64_t at = key.fabric_base + (e.remote_addr - key.va);
-    std::span<const LocalPiece> pieces(local, n);
-    Status st = e.opcode == VRDMA_WR_RDMA_READ ? fabric_->read(r.peer_at, pieces, at, key.fabric_key, cookie, *this)
-                                               : fabric_->write(r.peer_at, pieces, at, key.fabric_key, cookie, *this);
-    return st ? true : fail(VRDMA_WC_REM_OP_ERR);
+    int posted = post_one_sided(q, e, {local, n}, total, cookie);
+    return posted == kWaitingForKey ? false : posted == VRDMA_WC_SUCCESS ? true : fail(posted);
   }
   proto::LinkOp op;
   op.from_qp = q.num;

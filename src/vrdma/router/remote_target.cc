@@ -9,7 +9,7 @@
 
 #include <vrdma/vrdma.h>
 
-#include "vrdma/lib/copy.hh"
+#include "vrdma/proto/copy.hh"
 #include "vrdma/router/data_path.hh"
 
 namespace rb::vrdma {

@@ -43,7 +43,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->listen_.get(), &ev) < 0) return sys_error("epoll_ctl");
   r->auth_.set_keys(r->opts_.link_keys);
   if (r->opts_.listen.port) {
-    auto f = Fabric::open(r->opts_.fabric, r->opts_.listen);
+    auto f = open_fabric(r->opts_.fabric, r->opts_.listen);
     if (!f) return f.status();
     r->fabric_ = std::move(*f);
     epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};

@@ -23,11 +23,12 @@
 #include "core/unique_fd.hh"
 #include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/proto/control.hh"
-#include "vrdma/lib/qp_view.hh"
+#include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/client_fds.hh"
 #include "vrdma/router/fabric.hh"
+#include "vrdma/router/pace.hh"
 #include "vrdma/router/link_auth.hh"
 #include "vrdma/router/qp_numbers.hh"
 #include "vrdma/router/tenants.hh"
@@ -125,7 +126,8 @@ struct RemoteQp {
   uint64_t peer_router = 0;
   std::deque<RemoteOut> out;
   uint32_t next_seq = 1;
-  std::map<uint32_t, proto::LinkKey> keys;  // the peer's rkeys we asked about
+  static constexpr size_t kKeysCached = 256;
+  std::map<uint32_t, proto::LinkKey> keys;  // the peer's rkeys we asked about, at most kKeysCached
   uint32_t key_asked = 0;                   // an rkey whose answer we wait for
   int64_t key_asked_ns = 0;
   std::deque<RemoteIn> in;
@@ -183,12 +185,9 @@ struct TenantUsage {
   uint64_t held_mrs = 0, held_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
   // QP and SRQ numbers are never issued twice, so making them is paced: a tenant makes up to
-  // kQpBurst at once, then kQpRate a second. The 2^24 - 1 numbers then last a churning tenant
-  // hours, not minutes.
+  // kQpBurst at once, then kQpRate a second (and all tenants together as QpNumbers paces them).
   static constexpr double kQpBurst = 4096, kQpRate = 1000;
-  double qp_tokens = kQpBurst;
-  int64_t qp_refill_ns = 0;
-  bool take_qp_number(int64_t now);
+  Pace qp_pace{kQpBurst, kQpRate};
   // Counted by data threads too.
   std::atomic<uint64_t> errors{0}, ops_moved{0}, bytes_moved{0}, throttled_ns{0};
   std::mutex tokens_mu;
@@ -316,6 +315,9 @@ class Router final : private LinkSink {
   void break_qp(QpEntry& q);
   void peer_lost(QpEntry& q);
   bool pump_remote(QpEntry& q);
+  static constexpr int kWaitingForKey = -1;
+  int post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<const LocalPiece> pieces, uint64_t total,
+                     uint64_t cookie);
   bool post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o);
   bool register_pulls(std::span<const LocalPiece> local, RemoteOut& o, proto::LinkPiece* pull);
   bool retire_remote(QpEntry& q, TenantUsage& u);
@@ -346,6 +348,9 @@ class Router final : private LinkSink {
   std::map<std::string, TenantUsage> usage_;
   std::set<uint32_t> keys_in_use_;
   QpNumbers qp_numbers_;             // QP and SRQ numbers: never one issued before
+  // A QP or SRQ number for a tenant, paced per tenant and router-wide; 0, with `err` (errno)
+  // and `why`, when there is none to give now.
+  uint32_t issue_number(const Session& s, TenantUsage& u, const char* what, int& err, std::string& why);
   std::map<uint32_t, QpEntry> qps_;  // every QP, by number
   std::map<uint32_t, uint32_t> clients_of_uid_;  // connections held, by uid (max_clients_per_uid)
   bool accepting_ = true;             // false while out of descriptors: the listen socket is off epoll

@@ -1,0 +1,26 @@
+#pragma once
+// The calls programs reach through function pointers in the context (ibv_context_ops and
+// verbs_context), not through symbols: verbs.h's inline functions call them.
+#include <infiniband/verbs.h>
+
+namespace rb::verbs {
+
+// ibv_context_ops
+int poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+int req_notify_cq(ibv_cq* cq, int solicited_only);
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+
+// verbs_context
+int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
+int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* in, ibv_device_attr_ex* attr, size_t len);
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
+
+// The table of them: sets every pointer a context carries (ops.cc).
+void install_context_ops(verbs_context& v);
+// The ibv_wr_* calls of an ibv_qp_ex.
+void install_wr_ops(ibv_qp_ex* qpx);
+
+}  // namespace rb::verbs

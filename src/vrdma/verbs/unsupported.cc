@@ -1,0 +1,64 @@
+// What vrdma does not offer fails cleanly with EOPNOTSUPP and a line saying so: UD address
+// resolution, multicast (a UD feature), ECE, object import, and librdmacm's entry points.
+#include "vrdma/verbs/export.hh"
+#include "vrdma/verbs/objects.hh"
+
+using namespace rb::verbs;
+
+namespace {
+
+int unsupported(const char* what) {
+  say("%s is not supported", what);
+  errno = EOPNOTSUPP;
+  return EOPNOTSUPP;
+}
+
+}  // namespace
+
+VERBS_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, ibv_ah_attr*) {
+  return unsupported("init_ah_from_wc (UD)") ? -1 : 0;
+}
+
+VERBS_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) {
+  unsupported("create_ah_from_wc (UD)");
+  return nullptr;
+}
+
+VERBS_EXPORT int ibv_attach_mcast(ibv_qp*, const union ibv_gid*, uint16_t) { return unsupported("multicast (attach_mcast)"); }
+VERBS_EXPORT int ibv_detach_mcast(ibv_qp*, const union ibv_gid*, uint16_t) { return unsupported("multicast (detach_mcast)"); }
+
+VERBS_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context*, ibv_ah_attr*, uint8_t[6], uint16_t*) {
+  return unsupported("resolve_eth_l2_from_gid") ? -1 : 0;
+}
+
+VERBS_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return unsupported("ECE (set_ece)"); }
+VERBS_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return unsupported("ECE (query_ece)"); }
+
+VERBS_EXPORT ibv_context* ibv_import_device(int) {
+  unsupported("import_device");
+  return nullptr;
+}
+VERBS_EXPORT ibv_pd* ibv_import_pd(ibv_context*, uint32_t) {
+  unsupported("import_pd");
+  return nullptr;
+}
+VERBS_EXPORT ibv_mr* ibv_import_mr(ibv_pd*, uint32_t) {
+  unsupported("import_mr");
+  return nullptr;
+}
+VERBS_EXPORT void ibv_unimport_pd(ibv_pd*) {}
+VERBS_EXPORT void ibv_unimport_mr(ibv_mr*) {}
+
+// librdmacm (perftest -R and -z, rsocket) is outside vrdma: its first calls say so, rather than
+// failing later in ways that name a device problem.
+VERBS_EXPORT void* rdma_create_event_channel() {
+  say("librdmacm is not supported on vrdma (perftest -R/-z, rsocket): connect with the programs' TCP exchange");
+  errno = EOPNOTSUPP;
+  return nullptr;
+}
+
+VERBS_EXPORT int rsocket(int, int, int) {
+  say("rsocket (librdmacm) is not supported on vrdma");
+  errno = EOPNOTSUPP;
+  return -1;
+}
