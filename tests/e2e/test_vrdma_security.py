@@ -186,6 +186,22 @@ def test_rkeys_a_tenant_makes_up_do_not_grow_the_router(world):
 
 
 @as_root
+def test_one_uid_within_its_limits_cannot_take_every_descriptor(router, world):
+    """Under a 1,024-descriptor limit one uid registering 4 KiB regions (within max_mrs) took them
+    all, and every other tenant's open failed. No tenant holds more than half of the router's
+    descriptors (or mappings), and past half each grows only within its share."""
+    r = limited_router(router, world)
+    holder = subprocess.Popen([HOSTILE, r.sock, "hold", "2000", "6"], user=NOBODY, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    line = holder.stdout.readline()
+    held = dict(kv.split("=", 1) for kv in line.split())
+    assert held["errno"] == "12" and 300 < int(held["held"]) < 500, line  # ENOMEM at half the router's
+    assert hostile(r.sock, "reg", 4096)["errno"] == "0"
+    assert_served(ping_result(start_ping(r.sock, 1)))
+    holder.communicate(timeout=30)
+
+
+@as_root
 def test_register_churn_does_not_exhaust_the_routers_descriptors(router, world):
     """Each released region kept its memfd for 10 s: 3,000 register/deregister cycles took every
     descriptor under a 1024 limit, and other tenants' registrations failed. A region nothing

@@ -29,6 +29,9 @@
  *   vrdma_hostile SOCKET connect-nowhere PORT N  N QPs each connected to a QP of a router said to
  *                                          listen at 127.0.0.1:PORT+i, where nothing does:
  *                                          "failed=F worst_ms=W errno=E"
+ *   vrdma_hostile SOCKET hold N SECONDS    up to N regions of 4 KiB, registered and held for SECONDS:
+ *                                          "held=K errno=E" (E: why the K+1st failed, 0 if none)
+ *                                          printed as soon as they are held
  *   vrdma_hostile SOCKET withdrawn         two router-path QPs A -> B; B's header says every receive
  *                                          was withdrawn and its receive ring claims 2^62 of them;
  *                                          A SENDs once: "status=S" (S -1: no completion in 3 s)
@@ -466,6 +469,23 @@ static int stuck(struct vrdma_context* ctx, double seconds) {
   return 0;
 }
 
+static int hold(struct vrdma_context* ctx, long n, double seconds) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  if (!pd) return die("pd");
+  long held = 0;
+  int err = 0;
+  for (; held < n; ++held) {
+    if (!vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE)) {
+      err = errno;
+      break;
+    }
+  }
+  printf("held=%ld errno=%d\n", held, err);
+  fflush(stdout);
+  usleep((useconds_t)(seconds * 1e6));
+  return 0;
+}
+
 /* The first QP memory this process mapped: call it right after the one QP made so far. */
 static uint8_t* only_qp_memory(void) {
   FILE* f = fopen("/proc/self/maps", "r");
@@ -630,6 +650,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);
   else if (strcmp(mode, "withdrawn") == 0) rc = withdrawn(ctx);
+  else if (strcmp(mode, "hold") == 0) rc = hold(ctx, atol(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

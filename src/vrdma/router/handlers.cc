@@ -92,6 +92,7 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   if (s.tenant.max_mrs && u.mrs + u.held_mrs + 1 > s.tenant.max_mrs)
     return error(s, m, ENOMEM, fmt::format("tenant {} holds {} regions{}, its max_mrs", s.tenant.name, u.mrs + u.held_mrs,
                                            u.held_mrs ? fmt::format(" ({} released, held a few seconds)", u.held_mrs) : ""));
+  if (std::string why; !host_allows(u, {1, 1}, &why)) return error(s, m, ENOMEM, why);
   // The client's own buffer comes as its memfd (mapped over the buffer, contents kept); other
   // regions are memory the router makes. Neither is populated here: that is work the size of
   // the request, on the thread every tenant's control requests share.
@@ -162,6 +163,25 @@ void Router::sweep_released() {
     closer_->drop_later(std::move(released_.front().backing));
     released_.pop_front();
   }
+}
+
+namespace {
+HostCost cost_of(const TenantUsage& u) {
+  uint64_t regions = u.mrs + u.held_mrs;
+  return {regions + u.qps + u.srqs, regions + 3 * u.qps + u.srqs + u.clients};
+}
+}  // namespace
+
+bool Router::host_allows(const TenantUsage& u, const HostCost& more, std::string* why) const {
+  HostCost all, mine = cost_of(u);
+  size_t tenants = mine.mappings ? 0 : 1;  // this one counts, holding any or not
+  for (const auto& [name, t] : usage_) {
+    HostCost c = cost_of(t);
+    all.mappings += c.mappings;
+    all.descriptors += c.descriptors;
+    tenants += c.mappings != 0;
+  }
+  return host_share_.allows(mine, all, tenants, more, why);
 }
 
 }  // namespace rb::vrdma

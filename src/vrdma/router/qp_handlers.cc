@@ -22,6 +22,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   TenantUsage& u = usage_[s.tenant.name];
   if (s.tenant.max_qps && u.qps + 1 > s.tenant.max_qps)
     return error(s, m, ENOMEM, fmt::format("tenant {} has {} QPs, its max_qps", s.tenant.name, u.qps));
+  if (std::string why; !host_allows(u, {1, 3}, &why)) return error(s, m, ENOMEM, why);
   if (!fd) return error(s, m, EINVAL, "create_qp came without the QP's memory");
   if (req.mem_len < sizeof(proto::QpHeader) || req.mem_len > (64ull << 20))
     return error(s, m, EINVAL, fmt::format("QP memory of {} B: give {} B to 64 MiB", req.mem_len, sizeof(proto::QpHeader)));
@@ -194,6 +195,7 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   TenantUsage& u = usage_[s.tenant.name];
   if (s.tenant.max_qps && u.srqs + 1 > s.tenant.max_qps)
     return error(s, m, ENOMEM, fmt::format("tenant {} has {} SRQs; max_qps caps SRQs too", s.tenant.name, u.srqs));
+  if (std::string why; !host_allows(u, {1, 1}, &why)) return error(s, m, ENOMEM, why);
   if (!fd) return error(s, m, EINVAL, "create_srq came without the SRQ's memory");
   if (req.mem_len > (64ull << 20)) return error(s, m, EINVAL, fmt::format("SRQ memory of {} B: give at most 64 MiB", req.mem_len));
   auto map = Mapping::map(fd.get(), req.mem_len, false);  // sealed: the client cannot shrink it under us

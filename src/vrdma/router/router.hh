@@ -28,6 +28,7 @@
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/client_fds.hh"
 #include "vrdma/router/fabric.hh"
+#include "vrdma/router/host_share.hh"
 #include "vrdma/router/pace.hh"
 #include "vrdma/router/link_auth.hh"
 #include "vrdma/router/qp_numbers.hh"
@@ -346,6 +347,9 @@ class Router final : private LinkSink {
   std::deque<Released> released_;
   std::map<uint32_t, Session> sessions_;
   std::map<std::string, TenantUsage> usage_;
+  HostShare host_share_ = HostShare::of_this_process();  // read after vrdmad raised its limits
+  // Whether the tenant of `u` may take `more` of the router's mappings and descriptors.
+  bool host_allows(const TenantUsage& u, const HostCost& more, std::string* why) const;
   std::set<uint32_t> keys_in_use_;
   QpNumbers qp_numbers_;             // QP and SRQ numbers: never one issued before
   // A QP or SRQ number for a tenant, paced per tenant and router-wide; 0, with `err` (errno)
