@@ -145,28 +145,42 @@ def upward_includes(targets):
     return problems
 
 
-FUNCTION_START = re.compile(r"^[A-Za-z_][^;{}()]*\([^;]*$|^[A-Za-z_][^;{}]*\)\s*(const)?\s*(override)?\s*(noexcept)?\s*\{\s*$")
-NOT_FUNCTION = re.compile(r"^(namespace|struct|class|enum|union|extern|template\s*<[^>]*>\s*(struct|class))\b|=")
+DECLARATION = re.compile(r"^( {0}| {2})(?!(if|for|while|switch|else|do|return|case|namespace|struct|class|enum|union|"
+                         r"extern|using|template|public|private|protected)\b)[A-Za-z_~][^;={}]*\(")
+
+
+def function_spans(lines):
+    """(first line, line count, text) of each function defined at the left margin or one level in
+    (a class's members), the project's style: its declaration at that indent, its body closed by a
+    brace at the same indent."""
+    i = 0
+    while i < len(lines):
+        m = DECLARATION.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent = m.group(1)
+        opening = next((k for k in range(i, min(i + 6, len(lines))) if lines[k].rstrip().endswith(("{", ";", "}"))),
+                       None)
+        if opening is None or not lines[opening].rstrip().endswith("{"):  # a declaration, or `f() { ... }`
+            i = (opening if opening is not None else i) + 1
+            continue
+        close = next((k for k in range(opening, len(lines)) if lines[k] in (indent + "}", indent + "};")), None)
+        if close is None:
+            return
+        yield i, close - i + 1, lines[i].strip()
+        i = close + 1
 
 
 def long_functions():
-    """Functions defined at the left margin (the project's style) longer than the limit."""
+    """Functions (and class members) longer than the limit."""
     problems = []
     for path in code_files():
-        if not path.endswith((".cc", ".c")):
-            continue
         lines = open(os.path.join(ROOT, path), errors="replace").read().split("\n")
-        start = None
-        for i, line in enumerate(lines):
-            if start is None:
-                if line.endswith("{") and line[:1].isalpha() and not NOT_FUNCTION.match(line) and "(" in "".join(lines[max(0, i - 3):i + 1]):
-                    start = i
-            elif line.startswith("}"):
-                length = i - start + 1
-                if length > MAX_FUNCTION_LINES:
-                    problems.append(f"{path}:{start + 1}: a function of {length} lines (at most {MAX_FUNCTION_LINES}): "
-                                    f"{lines[start].strip()[:70]}")
-                start = None
+        for start, length, text in function_spans(lines):
+            if length > MAX_FUNCTION_LINES:
+                problems.append(f"{path}:{start + 1}: a function of {length} lines (at most {MAX_FUNCTION_LINES}): "
+                                f"{text[:70]}")
     return problems
 
 
