@@ -107,7 +107,7 @@ report: build venv
 	@mkdir -p report && rm -rf report/results.jsonl report/tables.txt report/*.png report/README.md report/by-transport
 	set -o pipefail; $(BUILD)/rdmabench --job $(REPORT_JOB) --json report/results.jsonl | tee report/tables.txt
 	set -o pipefail; $(VENV)/bin/rdmabench-report plot report/results.jsonl -o report/ | tee report/.pngs
-	$(VENV)/bin/rdmabench-report readme report --job $(REPORT_JOB) $$(cat report/.pngs)
+	$(VENV)/bin/rdmabench-report readme report $(REPORT_JOB) $$(cat report/.pngs)
 	@rm -f report/.pngs
 
 clean:

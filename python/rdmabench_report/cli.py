@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "transports and the repeat summary, from "
                                              "REPORT_DIR/results.jsonl.")
     readme.add_argument("report_dir", metavar="REPORT_DIR", type=Path)
-    readme.add_argument("--job", required=True, metavar="JOB_FILE", help="the job file the results came from")
+    readme.add_argument("job", metavar="JOB_FILE", help="the job file the results came from")
     readme.add_argument("pngs", nargs="*", metavar="PNG", type=Path, help="the figures `plot` wrote there")
     return parser
 

@@ -13,7 +13,9 @@ def test_two_transports_are_compared_side_by_side_and_summarized(tmp_path, capsy
             r["transport"] = transport
             records.append(r)
     write_jsonl(tmp_path / "results.jsonl", records)
-    assert main(["readme", str(tmp_path), "--job", "jobs/x.toml"]) == 0
+    png = tmp_path / "throughput_gbps.png"  # as `plot` names it, listed after the job as make report does
+    png.write_bytes(b"")
+    assert main(["readme", str(tmp_path), "jobs/x.toml", str(png)]) == 0
     text = (tmp_path / "README.md").read_text()
     assert capsys.readouterr().out.strip() == str(tmp_path / "README.md")
     assert text.startswith("# rdmabench report: `jobs/x.toml`")
@@ -21,8 +23,9 @@ def test_two_transports_are_compared_side_by_side_and_summarized(tmp_path, capsy
     assert "the first (ofi) as the base" in text and (tmp_path / "by-transport" / "tcp.jsonl").is_file()
     assert "| write | bw | 4K | 20.00 | 10.00 | 0.50x |" in text  # tcp's ratio to ofi
     assert "## Summary" in text
+    assert "![Throughput](throughput_gbps.png)" in text
 
 
 def test_no_results_is_an_error_naming_the_file(tmp_path, capsys):
-    assert main(["readme", str(tmp_path), "--job", "j.toml"]) == 2
+    assert main(["readme", str(tmp_path), "j.toml"]) == 2
     assert "results.jsonl: no such file" in capsys.readouterr().err
