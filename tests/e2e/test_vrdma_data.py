@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import run, wait_for_text
+from conftest import cluster_config, run, wait_for_text
 from test_vrdma_router import BUILD, NOBODY, Router, as_root, router, world  # noqa: F401 (fixtures)
 
 ATTACK = str(BUILD / "vrdma_attack")
@@ -138,3 +138,31 @@ def test_each_qp_gets_its_own_rate(rdmabench, router, world):
     rates = [t["mops"] * 1e6 for t in rec["results"]["per_thread"]]
     assert len(rates) == 2 and all(abs(x - limit) <= 0.1 * limit for x in rates), rates
     assert r.stats()["perqp"]["throttled_ms"] > 500
+
+
+@as_root
+def test_zero_length_rdma_ops_check_no_key_as_on_infiniband(router, world):
+    """UCX flushes a QP with a zero-length RDMA WRITE under rkey 0, which vrdma refused: an op
+    that moves nothing is not checked against a key on InfiniBand. WRITE, READ and WRITE with
+    immediate of zero bytes succeed on the direct path, the router path and to another host's
+    router (the immediate arriving)."""
+    routers = []
+    try:
+        for name in ("a", "b"):
+            d = world / name
+            d.mkdir()
+            d.chmod(0o755)
+            routers.append(Router(d, cluster_config(world), ["--listen", f"127.0.0.1:{free_loopback_port()}"]))
+        a, b = routers
+        out = run([str(BUILD / "vrdma_client"), a.sock, "zero", "zero-router", f"zero-remote:{b.sock}"], timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+    finally:
+        for r in routers:
+            r.stop()
+
+
+def free_loopback_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -7,7 +7,10 @@
  * user:LEN (register a page-aligned buffer of its own holding a pattern, check the pattern
  * survived, change it, deregister, check the change survived), stats (print the router's
  * counters), qp (a CQ and an RC QP on the last PD), timeout:NS (vrdma_set_peer_timeout on the last
- * QP), wait:FILE (create FILE, then block until stdin closes).
+ * QP), wait:FILE (create FILE, then block until stdin closes), zero, zero-router and
+ * zero-remote:SOCKET (a pair of QPs: on the direct path, on the router path, or with the peer at
+ * the router of SOCKET; zero-length WRITE, READ and WRITE with immediate under rkey 0, each of
+ * which must succeed as on InfiniBand, and the immediate must arrive).
  * A step prefixed with '!' must fail. Each step prints one line: "ok STEP" or
  * "fail STEP errno=N: why". Exit 0 when every step did as expected, 1 when one did not.
  */
@@ -34,6 +37,42 @@ static int fill_and_check(struct vrdma_mr* mr) {
   for (size_t i = 0; i < mr->length; ++i)
     if (p[i] != (unsigned char)(i * 7 + 3)) return -EIO;
   return 0;
+}
+
+/* Zero-length WRITE, READ and WRITE with immediate, under rkey 0 and address 0, from a QP on
+ * `a` to its peer on `b`: each must complete with success, and the immediate must arrive. */
+static int zero_length_ops(struct vrdma_context* a, struct vrdma_context* b, unsigned flags) {
+  struct vrdma_pd *pa = vrdma_alloc_pd(a), *pb = vrdma_alloc_pd(b);
+  struct vrdma_cq *ca = pa ? vrdma_create_cq(a, 16) : NULL, *cb = pb ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* mb = cb ? vrdma_alloc_mr(pb, 64, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!mb) return -errno;
+  struct vrdma_qp_init_attr at = {ca, ca, 8, 8, 0, 0, flags, NULL}, bt = {cb, cb, 8, 8, 0, 0, flags, NULL};
+  struct vrdma_qp *qa = vrdma_create_qp(pa, &at), *qb = vrdma_create_qp(pb, &bt);
+  if (!qa || !qb) return -errno;
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(qa, aa, sizeof aa);
+  vrdma_qp_address(qb, ab, sizeof ab);
+  if (vrdma_connect_qp(qb, aa, sizeof aa) || vrdma_connect_qp(qa, ab, sizeof ab)) return -errno;
+  struct vrdma_sge rs = {(uint64_t)(uintptr_t)mb->addr, 64, mb->lkey};
+  struct vrdma_recv_wr rw = {7, NULL, &rs, 1}, *rbad;
+  if (vrdma_post_recv(qb, &rw, &rbad)) return -errno;
+  const int ops[] = {VRDMA_WR_RDMA_WRITE, VRDMA_WR_RDMA_READ, VRDMA_WR_RDMA_WRITE_WITH_IMM};
+  for (int i = 0; i < 3; ++i) {
+    struct vrdma_send_wr wr = {0}, *bad;
+    wr.wr_id = (uint64_t)i;
+    wr.opcode = ops[i];
+    wr.send_flags = VRDMA_SEND_SIGNALED;
+    wr.imm_data = 0x2a;
+    if (vrdma_post_send(qa, &wr, &bad)) return -errno;
+    struct vrdma_wc wc;
+    int n = 0;
+    for (int spins = 0; n == 0 && spins < 20000; ++spins, usleep(n ? 0 : 100)) n = vrdma_poll_cq(ca, 1, &wc);
+    if (n != 1 || wc.status != VRDMA_WC_SUCCESS || wc.byte_len != 0) return -EIO;
+  }
+  struct vrdma_wc got;
+  int n = 0;
+  for (int spins = 0; n == 0 && spins < 20000; ++spins, usleep(n ? 0 : 100)) n = vrdma_poll_cq(cb, 1, &got);
+  return n == 1 && got.status == VRDMA_WC_SUCCESS && got.wr_id == 7 && got.imm_data == 0x2a ? 0 : -EIO;
 }
 
 static int step(struct vrdma_context* ctx, const char* s) {
@@ -103,6 +142,13 @@ static int step(struct vrdma_context* ctx, const char* s) {
     while (read(0, buf, sizeof buf) > 0) {
     }
     return 0;
+  }
+  if (strcmp(s, "zero") == 0) return zero_length_ops(ctx, ctx, 0);
+  if (strcmp(s, "zero-router") == 0) return zero_length_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);
+  if (strncmp(s, "zero-remote:", 12) == 0) {
+    struct vrdma_context* other = vrdma_open(s + 12);
+    if (!other) return -errno;
+    return zero_length_ops(ctx, other, 0);  /* the other context is left to the process's end */
   }
   fprintf(stderr, "vrdma_client: unknown step %s\n", s);
   exit(2);

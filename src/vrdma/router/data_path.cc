@@ -119,8 +119,9 @@ class Mover {
 
  private:
   Outcome write(proto::SendEntry& e) {
-    uint8_t* dst = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_write);
-    if (!dst) return {VRDMA_WC_REM_ACCESS_ERR};
+    // Zero bytes are not checked against a key, as on InfiniBand (the library's rdma()).
+    uint8_t* dst = total_ ? locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_write) : nullptr;
+    if (total_ && !dst) return {VRDMA_WC_REM_ACCESS_ERR};
     bool imm = e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
     // The notice of a write with immediate data must find room before any byte moves.
     if (imm && peer_.view->arrivals.size() >= peer_.view->arrivals.capacity()) return {0, 0, true};
@@ -143,8 +144,8 @@ class Mover {
   }
 
   Outcome read(proto::SendEntry& e) {
-    uint8_t* src = locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_read);
-    if (!src) return {VRDMA_WC_REM_ACCESS_ERR};
+    uint8_t* src = total_ ? locate(them_, peer_.pd, e.rkey, true, e.remote_addr, total_, proto::remote_read) : nullptr;
+    if (total_ && !src) return {VRDMA_WC_REM_ACCESS_ERR};
     Piece from{src, total_};
     if (Outcome o; move(&from, 1, pieces_, n_, o)) return o;
     return {VRDMA_WC_SUCCESS, uint32_t(total_), false, false, step_};

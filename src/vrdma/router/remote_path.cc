@@ -105,7 +105,7 @@ int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<cons
 // Sends `e` on its way; false when it must wait (a key's answer), else `o` is in flight or done.
 bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o) {
   RemoteQp& r = *q.remote;
-  auto fail = [&](int status) {
+  auto fail = [&](int status) {  // done without the fabric: failed, or (zero-length) succeeded
     o.done = true;
     o.status = status;
     o.byte_len = 0;
@@ -135,6 +135,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   o.byte_len = uint32_t(total);
   uint64_t cookie = uint64_t(q.num) << 32 | o.seq;
   bool one_sided = (e.opcode == VRDMA_WR_RDMA_WRITE && !e.inline_len) || e.opcode == VRDMA_WR_RDMA_READ;
+  if (one_sided && total == 0) return fail(VRDMA_WC_SUCCESS);  // nothing to move, no key to check
   if (one_sided) {
     int posted = post_one_sided(q, e, {local, n}, total, cookie);
     return posted == kWaitingForKey ? false : posted == VRDMA_WC_SUCCESS ? true : fail(posted);

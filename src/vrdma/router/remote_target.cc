@@ -143,7 +143,7 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
     return done(VRDMA_WC_SUCCESS);
   }
   if (announces && q.view->arrivals.size() >= q.view->arrivals.capacity()) return false;
-  if (op.opcode == VRDMA_WR_RDMA_WRITE || op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) {
+  if ((op.opcode == VRDMA_WR_RDMA_WRITE || op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM) && op.len) {
     const MemoryRegionEntry* mr = find_region(owner, q.pd, op.rkey, true, op.remote_addr, op.len, proto::remote_write);
     if (!mr) return done(VRDMA_WC_REM_ACCESS_ERR);
     dest[ndest++] = dest_in(*mr, op.remote_addr, op.len);
