@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conftest import cluster_config, run, wait_for_text
-from test_vrdma_router import BUILD, NOBODY, Router, as_root, router, world  # noqa: F401 (fixtures)
+from conftest import run, wait_for_text
+from test_vrdma_router import BUILD, NOBODY, Router, as_root, linked_routers, router, world  # noqa: F401 (fixtures)
 
 ATTACK = str(BUILD / "vrdma_attack")
 
@@ -141,28 +141,11 @@ def test_each_qp_gets_its_own_rate(rdmabench, router, world):
 
 
 @as_root
-def test_zero_length_rdma_ops_check_no_key_as_on_infiniband(router, world):
+def test_zero_length_rdma_ops_check_no_key_as_on_infiniband(linked_routers):
     """UCX flushes a QP with a zero-length RDMA WRITE under rkey 0, which vrdma refused: an op
     that moves nothing is not checked against a key on InfiniBand. WRITE, READ and WRITE with
     immediate of zero bytes succeed on the direct path, the router path and to another host's
     router (the immediate arriving)."""
-    routers = []
-    try:
-        for name in ("a", "b"):
-            d = world / name
-            d.mkdir()
-            d.chmod(0o755)
-            routers.append(Router(d, cluster_config(world), ["--listen", f"127.0.0.1:{free_loopback_port()}"]))
-        a, b = routers
-        out = run([str(BUILD / "vrdma_client"), a.sock, "zero", "zero-router", f"zero-remote:{b.sock}"], timeout=60)
-        assert out.returncode == 0, out.stdout + out.stderr
-    finally:
-        for r in routers:
-            r.stop()
-
-
-def free_loopback_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    a, b = linked_routers
+    out = run([str(BUILD / "vrdma_client"), a.sock, "zero", "zero-router", f"zero-remote:{b.sock}"], timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr

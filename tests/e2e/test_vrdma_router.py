@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import rdmabench_path, run, wait_for_text
+from conftest import cluster_config, rdmabench_path, run, wait_for_text
 
 BUILD = Path(rdmabench_path()).parent
 VRDMAD = str(BUILD / "vrdmad")
@@ -72,6 +72,26 @@ def router(world):
         if r.proc.poll() is None:
             r.proc.kill()
             r.proc.wait()
+
+
+@pytest.fixture
+def linked_routers(world):
+    """Two routers on this host, each listening on a loopback port under the cluster's key: QPs
+    across them take the remote path, as between hosts. Stopped afterwards."""
+    routers = []
+    try:
+        for name in ("a", "b"):
+            d = world / name
+            d.mkdir()
+            d.chmod(0o755)
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            routers.append(Router(d, cluster_config(world), ["--listen", f"127.0.0.1:{port}"]))
+        yield routers
+    finally:
+        for r in routers:
+            r.stop()
 
 
 def client(sock, *steps, user=None, **kw):

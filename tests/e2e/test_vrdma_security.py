@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cluster_config, run, wait_for_text
-from test_vrdma_router import BUILD, CTL, NOBODY, VRDMAD, as_root, cpu_seconds, router, world  # noqa: F401
+from test_vrdma_router import (BUILD, CTL, NOBODY, VRDMAD, as_root, cpu_seconds, linked_routers,  # noqa: F401
+                               router, world)
 
 HOSTILE = str(BUILD / "vrdma_hostile")
 WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR = 0, 3, 9
@@ -153,36 +154,25 @@ def rss_kib(pid):
 
 
 @as_root
-def test_rkeys_a_tenant_makes_up_do_not_grow_the_router(world):
+def test_rkeys_a_tenant_makes_up_do_not_grow_the_router(linked_routers):
     """A router remembered every rkey its tenant asked another host's router about, refusals
     included, for the QP's life: WRITEs naming a new rkey each grew it by megabytes a second. The
     cache is bounded and a refusal is not kept."""
-    from test_vrdma_router import Router
-    routers = []
-    try:
-        for name in ("a", "b"):
-            d = world / name
-            d.mkdir()
-            d.chmod(0o755)
-            routers.append(Router(d, cluster_config(world), ["--listen", f"127.0.0.1:{unused_ports(1)}"]))
-        a, b = routers
-        # One QP for 11 s: its router's heap has warmed up after 4 s (measured: flat from then on
-        # with the cache bounded, 3 MB a second more without); 4 s of made-up rkeys then must
-        # leave it where it was.
-        p = subprocess.Popen(["runuser", "-u", "nobody", "--", HOSTILE, a.sock, "remote-keys", b.sock, "11"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(5)
-        before = rss_kib(a.proc.pid)
-        time.sleep(4)
-        grown = rss_kib(a.proc.pid) - before
-        out, err = p.communicate(timeout=60)
-        assert p.returncode == 0, out + err
-        result = dict(kv.split("=", 1) for kv in out.split())
-        assert int(result["ops"]) > 20000 and result["refused"] == result["ops"], result
-        assert grown < 1024, f"router A grew by {grown} KiB in 4 s of made-up rkeys ({result['ops']} in 11 s)"
-    finally:
-        for r in routers:
-            r.stop()
+    a, b = linked_routers
+    # One QP for 11 s: its router's heap has warmed up after 4 s (measured: flat from then on
+    # with the cache bounded, 3 MB a second more without); 4 s of made-up rkeys then must
+    # leave it where it was.
+    p = subprocess.Popen([HOSTILE, a.sock, "remote-keys", b.sock, "11"], user=NOBODY, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(5)
+    before = rss_kib(a.proc.pid)
+    time.sleep(4)
+    grown = rss_kib(a.proc.pid) - before
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, out + err
+    result = dict(kv.split("=", 1) for kv in out.split())
+    assert int(result["ops"]) > 20000 and result["refused"] == result["ops"], result
+    assert grown < 1024, f"router A grew by {grown} KiB in 4 s of made-up rkeys ({result['ops']} in 11 s)"
 
 
 @as_root

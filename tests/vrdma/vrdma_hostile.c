@@ -135,6 +135,14 @@ struct pair {
 };
 
 /* Two router-path QPs of this process connected to each other. */
+/* Connects `first` to `second`, then `second` to `first`: 0, or -1 with vrdma_last_error() set. */
+static int connect_both(struct vrdma_qp* first, struct vrdma_qp* second) {
+  unsigned char af[VRDMA_ADDRESS_BYTES], as[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(first, af, sizeof af);
+  vrdma_qp_address(second, as, sizeof as);
+  return vrdma_connect_qp(first, as, sizeof as) || vrdma_connect_qp(second, af, sizeof af) ? -1 : 0;
+}
+
 static int router_pair(struct vrdma_context* ctx, struct pair* p, uint32_t depth) {
   p->pd = vrdma_alloc_pd(ctx);
   p->cq = p->pd ? vrdma_create_cq(ctx, (int)depth * 2) : NULL;
@@ -143,10 +151,7 @@ static int router_pair(struct vrdma_context* ctx, struct pair* p, uint32_t depth
   p->a = vrdma_create_qp(p->pd, &at);
   p->b = vrdma_create_qp(p->pd, &at);
   if (!p->a || !p->b) return -1;
-  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
-  vrdma_qp_address(p->a, aa, sizeof aa);
-  vrdma_qp_address(p->b, ab, sizeof ab);
-  return vrdma_connect_qp(p->a, ab, sizeof ab) || vrdma_connect_qp(p->b, aa, sizeof aa) ? -1 : 0;
+  return connect_both(p->a, p->b);
 }
 
 static int wait_one(struct vrdma_cq* cq, struct vrdma_wc* wc) {
@@ -382,11 +387,8 @@ static int bell(struct vrdma_context* ctx, double seconds) {
   struct vrdma_qp_init_attr bt = {cq2, cq2, 64, 64, 0, 0, VRDMA_QP_ROUTER_PATH | VRDMA_QP_IMM_WITHOUT_RECV, NULL};
   struct vrdma_qp* a = vrdma_create_qp(pd, &at);
   struct vrdma_qp* b = vrdma_create_qp(pd, &bt);
-  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
   if (!a || !b) return die("qps");
-  vrdma_qp_address(a, aa, sizeof aa);
-  vrdma_qp_address(b, ab, sizeof ab);
-  if (vrdma_connect_qp(a, ab, sizeof ab) || vrdma_connect_qp(b, aa, sizeof aa)) return die("connect");
+  if (connect_both(a, b)) return die("connect");
   bells[0] = vrdma_cq_event_fd(cq);
   bells[1] = vrdma_cq_event_fd(cq2);
   for (int i = 0; i < 2; ++i) {
@@ -507,10 +509,7 @@ static int withdrawn(struct vrdma_context* ctx) {
   uint8_t* bm = b ? only_qp_memory() : NULL;
   struct vrdma_qp* a = bm ? vrdma_create_qp(pd, &at) : NULL;
   if (!a) return die("qps");
-  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
-  vrdma_qp_address(a, aa, sizeof aa);
-  vrdma_qp_address(b, ab, sizeof ab);
-  if (vrdma_connect_qp(a, ab, sizeof ab) || vrdma_connect_qp(b, aa, sizeof aa)) return die("connect");
+  if (connect_both(a, b)) return die("connect");
   uint64_t recv_off;
   memcpy(&recv_off, bm + 8, 8); /* QpHeader.recv_ring_off */
   volatile uint64_t* below = (volatile uint64_t*)(bm + 48); /* QpHeader.withdrawn_below */
@@ -545,10 +544,7 @@ static int remote_keys(struct vrdma_context* a, const char* sock_b, double secon
   struct vrdma_qp_init_attr bt = {cb, cb, 16, 16, 0, 0, 0, NULL};
   struct vrdma_qp *qa = vrdma_create_qp(pa, &at), *qb = vrdma_create_qp(pb, &bt);
   if (!qa || !qb) return die("qps");
-  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
-  vrdma_qp_address(qa, aa, sizeof aa);
-  vrdma_qp_address(qb, ab, sizeof ab);
-  if (vrdma_connect_qp(qb, aa, sizeof aa) || vrdma_connect_qp(qa, ab, sizeof ab)) return die("connect");
+  if (connect_both(qb, qa)) return die("connect");
   long ops = 0, refused = 0, inflight = 0;
   uint32_t rkey = 1;
   double until = now_ms() + seconds * 1000;

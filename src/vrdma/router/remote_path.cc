@@ -105,40 +105,40 @@ int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<cons
 // Sends `e` on its way; false when it must wait (a key's answer), else `o` is in flight or done.
 bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o) {
   RemoteQp& r = *q.remote;
-  auto fail = [&](int status) {  // done without the fabric: failed, or (zero-length) succeeded
+  auto finish = [&](int status) {  // done without the fabric: failed, or (zero-length) succeeded
     o.done = true;
     o.status = status;
     o.byte_len = 0;
     return true;
   };
-  if (!known_opcode(e.opcode)) return fail(VRDMA_WC_LOC_QP_OP_ERR);  // the ring is the owner's to scribble on
+  if (!known_opcode(e.opcode)) return finish(VRDMA_WC_LOC_QP_OP_ERR);  // the ring is the owner's to scribble on
   bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
   LocalPiece local[proto::kMaxSge];
   uint64_t total = 0;
   uint32_t n = 0;
   if (e.inline_len) {
-    if (e.inline_len > proto::kRouterInline) return fail(VRDMA_WC_LOC_PROT_ERR);
+    if (e.inline_len > proto::kRouterInline) return finish(VRDMA_WC_LOC_PROT_ERR);
     total = e.inline_len;
   } else {
-    if (e.nsge > proto::kMaxSge) return fail(VRDMA_WC_LOC_PROT_ERR);
+    if (e.nsge > proto::kMaxSge) return finish(VRDMA_WC_LOC_PROT_ERR);
     for (; n < e.nsge; ++n) {
       const proto::Sge& g = e.sge[n];
       const MemoryRegionEntry* mr =
           find_region(me, q.pd, g.lkey, false, g.addr, g.len, reads_in ? uint32_t(proto::local_write) : 0u);
-      if (!mr || !mr->fabric()) return fail(VRDMA_WC_LOC_PROT_ERR);
+      if (!mr || !mr->fabric()) return finish(VRDMA_WC_LOC_PROT_ERR);
       uint64_t off = g.addr - mr->va;
       local[n] = {mr->data() + off, g.len, mr->fabric()->desc(), mr->backing};
       total += g.len;
     }
   }
-  if (total > kMaxMessageBytes) return fail(VRDMA_WC_LOC_QP_OP_ERR);  // as verbs caps a message
+  if (total > kMaxMessageBytes) return finish(VRDMA_WC_LOC_QP_OP_ERR);  // as verbs caps a message
   o.byte_len = uint32_t(total);
   uint64_t cookie = uint64_t(q.num) << 32 | o.seq;
   bool one_sided = (e.opcode == VRDMA_WR_RDMA_WRITE && !e.inline_len) || e.opcode == VRDMA_WR_RDMA_READ;
-  if (one_sided && total == 0) return fail(VRDMA_WC_SUCCESS);  // nothing to move, no key to check
+  if (one_sided && total == 0) return finish(VRDMA_WC_SUCCESS);  // nothing to move, no key to check
   if (one_sided) {
     int posted = post_one_sided(q, e, {local, n}, total, cookie);
-    return posted == kWaitingForKey ? false : posted == VRDMA_WC_SUCCESS ? true : fail(posted);
+    return posted == kWaitingForKey ? false : posted == VRDMA_WC_SUCCESS ? true : finish(posted);
   }
   proto::LinkOp op;
   op.from_qp = q.num;
@@ -151,7 +151,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   op.swap = e.swap;
   std::vector<uint8_t> payload;
   if (is_atomic(e.opcode)) {
-    if (n != 1 || total != 8) return fail(VRDMA_WC_LOC_PROT_ERR);
+    if (n != 1 || total != 8) return finish(VRDMA_WC_LOC_PROT_ERR);
     o.result_lkey = e.sge[0].lkey;
     o.result_addr = e.sge[0].addr;
   } else if (e.inline_len || total <= proto::kLinkInline) {
@@ -160,11 +160,11 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
     for (uint32_t k = 0; k < n; ++k)
       payload.insert(payload.end(), static_cast<uint8_t*>(local[k].p), static_cast<uint8_t*>(local[k].p) + local[k].len);
   } else {
-    if (!register_pulls({local, n}, o, op.pieces)) return fail(VRDMA_WC_LOC_PROT_ERR);
+    if (!register_pulls({local, n}, o, op.pieces)) return finish(VRDMA_WC_LOC_PROT_ERR);
     op.len = uint32_t(total);
     op.npieces = uint8_t(n);
   }
-  return link_send(r.peer_at, LinkType::op, cookie, op, payload) ? true : fail(VRDMA_WC_REM_OP_ERR);
+  return link_send(r.peer_at, LinkType::op, cookie, op, payload) ? true : finish(VRDMA_WC_REM_OP_ERR);
 }
 
 // The target's router pulls a large op's payload. The region's own registration is readable by
