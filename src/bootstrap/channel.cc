@@ -162,7 +162,7 @@ Result<std::vector<uint8_t>> Channel::recv_frame(char kind, uint64_t max_len, do
     while (l) {
       if (stop && stop->load()) return {Errc::interrupted, "interrupted"};
       if (Clock::now() > deadline)
-        return {Errc::timeout, fmt::format("no answer from {} within {:g} s (--timeout)", peer(), timeout_s)};
+        return {Errc::timeout, fmt::format("the peer at {} sent nothing for {:g} s (--timeout)", peer(), timeout_s)};
       pollfd pf{fd_, POLLIN, 0};
       int pr = ::poll(&pf, 1, 100);
       if (pr < 0 && errno != EINTR) return errno_status("poll");

@@ -90,7 +90,7 @@ class MailLink final : public FrameLink {
     while (in_->frames.empty()) {
       if (stop && stop->load()) return Status(Errc::interrupted, "interrupted");
       if (Clock::now() > deadline)
-        return Status(Errc::timeout, fmt::format("no answer from {} within {:g} s (--timeout)", peer(), timeout_s));
+        return Status(Errc::timeout, fmt::format("the peer at {} sent nothing for {:g} s (--timeout)", peer(), timeout_s));
       in_->cv.wait_for(g, std::chrono::milliseconds(100));
     }
     Frame f = std::move(in_->frames.front());
