@@ -268,6 +268,43 @@ def test_verbs_probe(tmp_path, path):
     assert routed_ops == 3 if path == "direct" else routed_ops > 3, stats.stdout
 
 
+def need_ucx_tools():
+    if not shutil.which("ucx_info") or not shutil.which("ucx_perftest"):
+        pytest.skip("not installed: ucx_info, ucx_perftest (apt-get install ucx-utils)")
+
+
+def test_ucx_finds_vrdma0_with_no_manual_step(one_host):
+    """UCX lists a verbs device only when /dev/infiniband/<dev_name> is a character device it may
+    use; inside vrdma-run it is, for that program alone. Its RC transport then opens: 5 send SGEs,
+    an extended CQ."""
+    need_ucx_tools()
+    r = run(one_host["client"].argv(["ucx_info", "-d"]), timeout=CMD_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    blocks = r.stdout.split("# Memory domain: ")
+    ours = next((b for b in blocks if b.startswith("vrdma0")), None)
+    assert ours is not None, r.stdout
+    rc = ours.split("#      Transport: rc_verbs", 1)
+    assert len(rc) == 2, ours
+    assert "Device: vrdma0:1" in rc[1] and "failed to open interface" not in rc[1].split("#      Transport:")[0], ours
+    assert "failed to create RC QP" not in r.stdout + r.stderr
+    assert not Path("/dev/infiniband/uverbs-vrdma0").exists()  # nothing was made in the host's /dev
+
+
+UCT_TESTS = ["put_lat", "put_bw", "am_lat", "am_bw", "add_lat"]
+
+
+@pytest.mark.parametrize("test", UCT_TESTS)
+def test_ucx_uct_over_rc_verbs(hosts, free_port, test):
+    """ucx_perftest's UCT tests over vrdma0's rc_verbs with no UCX variable: the zero-length flush,
+    5 SGEs, an extended CQ and an SRQ (the router path) all as UCX uses them."""
+    need_ucx_tools()
+    argv = ["ucx_perftest", "-d", "vrdma0:1", "-x", "rc_verbs", "-t", test, "-n", "2000", "-p", str(free_port)]
+    src, sout, cli = pair(hosts, argv)
+    assert cli.returncode == 0 and src == 0, sout + cli.stdout + cli.stderr
+    final = [l for l in cli.stdout.splitlines() if l.startswith("Final:")]
+    assert len(final) == 1 and int(final[0].split()[1]) == 2000, cli.stdout
+
+
 def test_rdma_cm_is_refused_clearly(one_host, free_port):
     src, sout, cli = pair(one_host, ["ib_write_bw", "-p", str(free_port), "-R"])
     assert cli.returncode != 0

@@ -149,3 +149,14 @@ def test_zero_length_rdma_ops_check_no_key_as_on_infiniband(linked_routers):
     a, b = linked_routers
     out = run([str(BUILD / "vrdma_client"), a.sock, "zero", "zero-router", f"zero-remote:{b.sock}"], timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@as_root
+def test_eight_sges_gather_and_scatter_on_every_path(linked_routers):
+    """Programs ask a verbs device for more SGEs than 4 (UCX: 5 on RC, 6 on UD). A WRITE gathered
+    from 8 SGEs, a READ scattered into 8 and a SEND of 8 into a receive of 8 land byte for byte on
+    the direct path, the router path and to another host's router, whose fabric takes only 4
+    pieces a post (the op is split and completes once)."""
+    a, b = linked_routers
+    out = run([str(BUILD / "vrdma_client"), a.sock, "sges", "sges-router", f"sges-remote:{b.sock}"], timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -19,6 +19,12 @@ from test_vrdma_router import (BUILD, CTL, NOBODY, VRDMAD, as_root, cpu_seconds,
 HOSTILE = str(BUILD / "vrdma_hostile")
 WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR = 0, 3, 9
 
+# The control protocol's packet header (src/vrdma/proto/control.hh: kMagic, kVersion).
+CONTROL_MAGIC, CONTROL_VERSION = 0x31445256, 5
+# A QP's ring entries (src/vrdma/proto/qp_layout.hh): a receive, and a send with 64 B inline.
+MAX_SGE = 8
+RECV_ENTRY, SEND_ENTRY = 24 + 16 * MAX_SGE, 48 + 16 * MAX_SGE + 64
+
 
 def hostile(sock, *args, user=None, timeout=120):
     p = run([HOSTILE, sock, *map(str, args)], timeout=timeout, user=user)
@@ -255,7 +261,7 @@ def speak(sock_path):
     seq = iter(range(1, 1000))
 
     def ask(mtype, body=b"", fds=()):
-        packet = struct.pack("<IHHII", 0x31445256, 4, mtype, next(seq), len(body)) + body
+        packet = struct.pack("<IHHII", CONTROL_MAGIC, CONTROL_VERSION, mtype, next(seq), len(body)) + body
         socket.send_fds(s, [packet], list(fds))
         reply = s.recv(4096)
         return struct.unpack_from("<H", reply, 6)[0], reply[16:]
@@ -534,7 +540,7 @@ class RawClient:
 
     def ask(self, name, body=b"", fds=()):
         self.seq += 1
-        packet = struct.pack("<IHHII", 0x31445256, 4, self.TYPES[name], self.seq, len(body)) + body
+        packet = struct.pack("<IHHII", CONTROL_MAGIC, CONTROL_VERSION, self.TYPES[name], self.seq, len(body)) + body
         socket.send_fds(self.s, [packet], list(fds))
         data, got, _, _ = socket.recv_fds(self.s, 4096, 2)
         return struct.unpack_from("<H", data, 6)[0], data[16:], got
@@ -544,7 +550,7 @@ class RawClient:
         def ring_bytes(slot):
             return (192 + slots * slot + 63) // 64 * 64
         offs, at = [], 128
-        for slot in (88, 24, 176, 16):  # receive, arrival, send, CQE rings
+        for slot in (RECV_ENTRY, 24, SEND_ENTRY, 16):  # receive, arrival, send, CQE rings
             offs.append(at)
             at += ring_bytes(slot)
         total = (at + 4095) // 4096 * 4096
@@ -557,7 +563,7 @@ class RawClient:
         struct.pack_into("<I", mem, 36, flags)
         struct.pack_into("<I", mem, 60, slots)
         struct.pack_into("<QQ", mem, 64, offs[2], offs[3])
-        for off, slot in zip(offs, (88, 24, 176, 16)):
+        for off, slot in zip(offs, (RECV_ENTRY, 24, SEND_ENTRY, 16)):
             struct.pack_into("<IIIIQ", mem, off, 0x52535052, 1, slot, 8, slots)
         os.pwrite(fd, bytes(mem), 0)
         return fd, total
@@ -651,7 +657,7 @@ def test_a_lingering_socket_passed_with_a_request_costs_nothing(router):
     c = RawClient(r.sock)
     ping = start_ping(r.sock, 2)
     c.seq += 1
-    socket.send_fds(c.s, [struct.pack("<IHHII", 0x31445256, 4, 4, c.seq, 0)], [s.fileno()])  # alloc_pd
+    socket.send_fds(c.s, [struct.pack("<IHHII", CONTROL_MAGIC, CONTROL_VERSION, 4, c.seq, 0)], [s.fileno()])  # alloc_pd
     s.close()  # the router holds the last reference now
     t0 = time.time()
     reply = c.s.recv(4096)
@@ -746,7 +752,7 @@ def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
     s.close()
     c = RawClient(r.sock)
     c.seq += 1
-    socket.send_fds(c.s, [struct.pack("<IHHII", 0x31445256, 4, 4, c.seq, 0)], [u2.fileno()])
+    socket.send_fds(c.s, [struct.pack("<IHHII", CONTROL_MAGIC, CONTROL_VERSION, 4, c.seq, 0)], [u2.fileno()])
     u2.close()
     c.s.recv(4096)
     c.s.close()

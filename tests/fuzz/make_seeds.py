@@ -10,8 +10,9 @@ import struct
 import sys
 from pathlib import Path
 
-MAGIC, VERSION = 0x31445256, 4
-LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 2
+MAGIC, VERSION = 0x31445256, 5
+MAX_SGE = 8
+LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 3
 ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
 
 
@@ -27,7 +28,7 @@ def link(mtype, req, body=b"", tail=b""):
 
 
 def link_op(opcode, payload):
-    pieces = bytes(24 * 4)
+    pieces = bytes(24 * MAX_SGE)
     body = struct.pack("<IIBBHIQIIQQ", 1, 2, opcode, 0, 0, 9, 0x7f0000001000, 0x55, len(payload), 0, 0) + pieces
     return link(5, 0x100000001, body, payload)
 
@@ -46,7 +47,7 @@ def pad64(b):
 
 def qp_memory():
     recv = struct.pack("<QQII", 7, 0, 1, 0) + struct.pack("<QII", 0x7f0000001000, 4096, 0x1234)
-    recvs = pad64(ring(2, 88, [recv, recv]))
+    recvs = pad64(ring(2, 24 + 16 * MAX_SGE, [recv, recv]))
     arrival = struct.pack("<QIIBBB5x", 0, 64, 9, 1, 0, 0)
     arrivals = pad64(ring(2, 24, [arrival]))
     r_off = 64

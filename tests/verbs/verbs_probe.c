@@ -5,6 +5,7 @@
  * queue feeding two QPs, a peer that goes while requests wait for it, and the calls vrdma does not
  * offer failing cleanly. Prints "ok NAME" per
  * check; exits 1 at the first failure. */
+#include <endian.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -81,6 +82,68 @@ static void check_srq(struct ibv_context *ctx, struct ibv_pd *pd) {
   free_side(&s1);
   free_side(&s2);
   CHECK(!ibv_destroy_srq(srq), "destroy_srq once its QPs are gone");
+}
+
+/* An extended CQ (as UCX and libfabric make them) under a pair of QPs, and a SEND with immediate
+ * data gathered from 8 SGEs (UCX asks for 5 send SGEs on RC, 6 on UD) into a receive of 8. */
+static void check_cq_ex_and_eight_sges(struct ibv_context *ctx, struct ibv_pd *pd) {
+  struct ibv_device_attr da;
+  CHECK(!ibv_query_device(ctx, &da) && da.max_sge >= 8, "the device offers 8 SGEs");
+  struct ibv_cq_init_attr_ex cqa = {.cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+                                                           IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP};
+  struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &cqa);
+  CHECK(cqx != NULL, "create_cq_ex with byte_len, imm, qp_num, src_qp");
+  struct side a, b;
+  make_side(ctx, pd, &a, NULL);
+  make_side(ctx, pd, &b, NULL);
+  struct ibv_qp_init_attr qa = {.send_cq = ibv_cq_ex_to_cq(cqx), .recv_cq = ibv_cq_ex_to_cq(cqx), .qp_type = IBV_QPT_RC};
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 8;
+  struct ibv_qp *qa8 = ibv_create_qp(pd, &qa), *qb8 = ibv_create_qp(pd, &qa);
+  CHECK(qa8 && qb8, "create_qp with 8 send and 8 receive SGEs");
+  ibv_destroy_qp(a.qp);
+  ibv_destroy_qp(b.qp);
+  a.qp = qa8;
+  b.qp = qb8;
+  connect_to(ctx, &a, b.qp->qp_num);
+  connect_to(ctx, &b, a.qp->qp_num);
+  struct ibv_sge rs[8], ss[8];
+  for (int i = 0; i < 8; ++i) {
+    for (int k = 0; k < 100; ++k) a.buf[4096 * i + k] = (uint8_t)(i * 31 + k);
+    ss[i] = (struct ibv_sge){(uintptr_t)a.buf + 4096 * i, 100, a.mr->lkey};
+    rs[i] = (struct ibv_sge){(uintptr_t)b.buf + 200 * i, 100, b.mr->lkey};
+  }
+  struct ibv_recv_wr rw = {.wr_id = 81, .sg_list = rs, .num_sge = 8}, *rbad;
+  struct ibv_send_wr sw = {.wr_id = 82, .sg_list = ss, .num_sge = 8, .opcode = IBV_WR_SEND_WITH_IMM,
+                           .send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(0xabcd)}, *sbad;
+  if (ibv_post_recv(b.qp, &rw, &rbad) || ibv_post_send(a.qp, &sw, &sbad)) fail("post with 8 SGEs");
+  int seen_send = 0, seen_recv = 0, right = 1;
+  for (long spins = 0; spins < 100000000L && seen_send + seen_recv < 2; ++spins) {
+    struct ibv_poll_cq_attr pa = {0};
+    if (ibv_start_poll(cqx, &pa)) continue;
+    do {
+      right &= cqx->status == IBV_WC_SUCCESS;
+      if (cqx->wr_id == 82) {
+        seen_send = 1;
+        right &= ibv_wc_read_opcode(cqx) == IBV_WC_SEND && ibv_wc_read_qp_num(cqx) == a.qp->qp_num;
+      } else {
+        seen_recv = 1;
+        right &= cqx->wr_id == 81 && ibv_wc_read_opcode(cqx) == IBV_WC_RECV && ibv_wc_read_byte_len(cqx) == 800 &&
+                 ibv_wc_read_qp_num(cqx) == b.qp->qp_num && (ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM) &&
+                 be32toh(ibv_wc_read_imm_data(cqx)) == 0xabcd;
+      }
+    } while (ibv_next_poll(cqx) == 0);
+    ibv_end_poll(cqx);
+  }
+  CHECK(seen_send && seen_recv && right, "the extended CQ reads both completions' opcode, byte_len, qp_num and imm");
+  int same = 1;
+  for (int i = 0; i < 8; ++i) same &= !memcmp(a.buf + 4096 * i, b.buf + 200 * i, 100);
+  CHECK(same, "8 gathered pieces landed in 8 scattered ones");
+  if (ibv_destroy_qp(a.qp) || ibv_destroy_qp(b.qp) || ibv_dereg_mr(a.mr) || ibv_dereg_mr(b.mr)) fail("teardown");
+  if (ibv_destroy_cq(a.cq) || ibv_destroy_cq(b.cq)) fail("destroy_cq");
+  CHECK(!ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), "destroy an extended CQ with ibv_destroy_cq");
+  free(a.buf);
+  free(b.buf);
 }
 
 static double seconds_now(void) {
@@ -203,13 +266,14 @@ int main(void) {
   CHECK(!ibv_create_qp(pd, &ud) && errno == EOPNOTSUPP, "a UD QP: EOPNOTSUPP");
   union ibv_gid g = {0};
   CHECK(ibv_attach_mcast(a.qp, &g, 0) == EOPNOTSUPP, "attach_mcast: EOPNOTSUPP");
-  struct ibv_cq_init_attr_ex cqa = {.cqe = 4};
+  struct ibv_cq_init_attr_ex cqa = {.cqe = 4, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
   errno = 0;
-  CHECK(!ibv_create_cq_ex(ctx, &cqa) && errno == EOPNOTSUPP, "create_cq_ex: EOPNOTSUPP");
+  CHECK(!ibv_create_cq_ex(ctx, &cqa) && errno == EOPNOTSUPP, "create_cq_ex asking for timestamps: EOPNOTSUPP");
   errno = 0;
   CHECK(!ibv_reg_mr(pd, a.buf + 100, 10, IBV_ACCESS_LOCAL_WRITE) && errno == EOPNOTSUPP,
         "a second region over a registered page: EOPNOTSUPP");
 
+  check_cq_ex_and_eight_sges(ctx, pd);
   check_srq(ctx, pd);
   check_peer_gone(ctx, pd);
 

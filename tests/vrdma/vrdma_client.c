@@ -10,7 +10,9 @@
  * QP), wait:FILE (create FILE, then block until stdin closes), zero, zero-router and
  * zero-remote:SOCKET (a pair of QPs: on the direct path, on the router path, or with the peer at
  * the router of SOCKET; zero-length WRITE, READ and WRITE with immediate under rkey 0, each of
- * which must succeed as on InfiniBand, and the immediate must arrive).
+ * which must succeed as on InfiniBand, and the immediate must arrive), sges, sges-router and
+ * sges-remote:SOCKET (the same three placements: a WRITE gathered from 8 SGEs, a READ scattered
+ * into 8, a SEND of 8 into a receive of 8, every byte checked).
  * A step prefixed with '!' must fail. Each step prints one line: "ok STEP" or
  * "fail STEP errno=N: why". Exit 0 when every step did as expected, 1 when one did not.
  */
@@ -73,6 +75,69 @@ static int zero_length_ops(struct vrdma_context* a, struct vrdma_context* b, uns
   int n = 0;
   for (int spins = 0; n == 0 && spins < 20000; ++spins, usleep(n ? 0 : 100)) n = vrdma_poll_cq(cb, 1, &got);
   return n == 1 && got.status == VRDMA_WC_SUCCESS && got.wr_id == 7 && got.imm_data == 0x2a ? 0 : -EIO;
+}
+
+static int wait_wc(struct vrdma_cq* cq, struct vrdma_wc* wc) {
+  int n = 0;
+  for (int spins = 0; n == 0 && spins < 20000; ++spins, usleep(n ? 0 : 100)) n = vrdma_poll_cq(cq, 1, wc);
+  return n == 1 && wc->status == VRDMA_WC_SUCCESS ? 0 : -EIO;
+}
+
+/* One request of 8 SGEs at `base`, pieces of 100 B every 512 B, to `raddr`/`rkey`. */
+static int post8(struct vrdma_qp* qp, struct vrdma_mr* mr, size_t base, int opcode, uint64_t raddr, uint32_t rkey) {
+  struct vrdma_sge g[8];
+  for (int i = 0; i < 8; ++i) g[i] = (struct vrdma_sge){(uint64_t)(uintptr_t)mr->addr + base + 512 * i, 100, mr->lkey};
+  struct vrdma_send_wr wr = {0}, *bad;
+  wr.opcode = opcode;
+  wr.sg_list = g;
+  wr.num_sge = 8;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  wr.remote_addr = raddr;
+  wr.rkey = rkey;
+  return vrdma_post_send(qp, &wr, &bad) ? -errno : 0;
+}
+
+/* Whether the 8 pieces at `base` of `p` hold, end to end, the 800 bytes at `q`. */
+static int same8(const unsigned char* p, size_t base, const unsigned char* q) {
+  for (int i = 0; i < 8; ++i)
+    if (memcmp(p + base + 512 * i, q + 100 * i, 100)) return 0;
+  return 1;
+}
+
+/* A WRITE gathered from 8 SGEs, a READ scattered into 8 and a SEND of 8 into a receive of 8, from
+ * a QP on `a` to its peer on `b` (the fabric between routers takes fewer pieces a post). */
+static int eight_sge_ops(struct vrdma_context* a, struct vrdma_context* b, unsigned flags) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_READ;
+  struct vrdma_pd *pa = vrdma_alloc_pd(a), *pb = vrdma_alloc_pd(b);
+  struct vrdma_cq *ca = pa ? vrdma_create_cq(a, 16) : NULL, *cb = pb ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* ma = cb ? vrdma_alloc_mr(pa, 16384, rw) : NULL;
+  struct vrdma_mr* mb = ma ? vrdma_alloc_mr(pb, 16384, rw) : NULL;
+  if (!mb) return -errno;
+  struct vrdma_qp_init_attr at = {ca, ca, 8, 8, 0, 0, flags, NULL}, bt = {cb, cb, 8, 8, 0, 0, flags, NULL};
+  struct vrdma_qp *qa = vrdma_create_qp(pa, &at), *qb = vrdma_create_qp(pb, &bt);
+  if (!qa || !qb) return -errno;
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(qa, aa, sizeof aa);
+  vrdma_qp_address(qb, ab, sizeof ab);
+  if (vrdma_connect_qp(qb, aa, sizeof aa) || vrdma_connect_qp(qa, ab, sizeof ab)) return -errno;
+  unsigned char *pa_ = ma->addr, *pb_ = mb->addr;
+  for (int i = 0; i < 16384; ++i) pa_[i] = (unsigned char)(i * 7 + 1), pb_[i] = (unsigned char)(i * 3 + 5);
+  struct vrdma_wc wc;
+  /* WRITE: a's 8 pieces at 0 land end to end at b's 0. */
+  if (post8(qa, ma, 0, VRDMA_WR_RDMA_WRITE, (uint64_t)(uintptr_t)pb_, mb->rkey) || wait_wc(ca, &wc)) return -EIO;
+  if (!same8(pa_, 0, pb_)) return -EBADMSG;
+  /* READ: b's 800 B at 8192 scatter into a's 8 pieces at 4096. */
+  if (post8(qa, ma, 4096, VRDMA_WR_RDMA_READ, (uint64_t)(uintptr_t)pb_ + 8192, mb->rkey) || wait_wc(ca, &wc)) return -EIO;
+  if (!same8(pa_, 4096, pb_ + 8192)) return -EBADMSG;
+  /* SEND: a's 8 pieces at 8192 into b's receive of 8 pieces at 12288 (the receive is 8 x 100 B). */
+  struct vrdma_sge rs[8];
+  for (int i = 0; i < 8; ++i) rs[i] = (struct vrdma_sge){(uint64_t)(uintptr_t)pb_ + 12288 + 512 * i, 100, mb->lkey};
+  struct vrdma_recv_wr rwr = {9, NULL, rs, 8}, *rbad;
+  if (vrdma_post_recv(qb, &rwr, &rbad)) return -errno;
+  if (post8(qa, ma, 8192, VRDMA_WR_SEND, 0, 0) || wait_wc(ca, &wc) || wait_wc(cb, &wc)) return -EIO;
+  unsigned char sent[800];
+  for (int i = 0; i < 8; ++i) memcpy(sent + 100 * i, pa_ + 8192 + 512 * i, 100);
+  return wc.byte_len == 800 && same8(pb_, 12288, sent) ? 0 : -EBADMSG;
 }
 
 static int step(struct vrdma_context* ctx, const char* s) {
@@ -149,6 +214,13 @@ static int step(struct vrdma_context* ctx, const char* s) {
     struct vrdma_context* other = vrdma_open(s + 12);
     if (!other) return -errno;
     return zero_length_ops(ctx, other, 0);  /* the other context is left to the process's end */
+  }
+  if (strcmp(s, "sges") == 0) return eight_sge_ops(ctx, ctx, 0);
+  if (strcmp(s, "sges-router") == 0) return eight_sge_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);
+  if (strncmp(s, "sges-remote:", 12) == 0) {
+    struct vrdma_context* other = vrdma_open(s + 12);
+    if (!other) return -errno;
+    return eight_sge_ops(ctx, other, 0);
   }
   fprintf(stderr, "vrdma_client: unknown step %s\n", s);
   exit(2);

@@ -21,7 +21,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kLinkMagic = 0x4b4c5256;  // "VRLK"
-constexpr uint16_t kLinkVersion = 2;  // 2: every message ends in a trailer (router/link_auth.hh)
+constexpr uint16_t kLinkVersion = 3;  // 2: every message ends in a trailer (router/link_auth.hh); 3: 8 pieces an op
 constexpr uint32_t kLinkInline = 4096;         // payload an op carries itself; larger ones are pulled
 constexpr size_t kLinkMessage = 512 + kLinkInline;  // the largest link message
 

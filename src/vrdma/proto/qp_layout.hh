@@ -18,7 +18,8 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kQpMagic = 0x50515256;  // "VRQP"
-constexpr uint32_t kMaxSge = 4;
+// 8, as programs ask of a verbs device: UCX's RC QPs want 5 send SGEs, its UD QPs 6.
+constexpr uint32_t kMaxSge = 8;
 // QP numbers fit verbs' 24 bits (programs print and parse them as 6 hex digits).
 constexpr uint32_t kQpNumMask = 0xffffff;
 

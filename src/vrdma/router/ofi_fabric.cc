@@ -53,6 +53,13 @@ struct OfiFabric::Context {
   void* desc[proto::kMaxSge] = {};
   fi_rma_iov remote{};
   fi_msg_rma msg{};
+  std::shared_ptr<RmaGroup> group;  // rma: the op's other posts, when it took more than one
+};
+
+// The posts that carry one op between them.
+struct OfiFabric::RmaGroup {
+  size_t left = 0;  // posts not yet completed
+  bool ok = true;   // false once any failed
 };
 
 OfiMr::~OfiMr() { close_fid(&mr_->fid); }
@@ -81,6 +88,7 @@ Result<std::unique_ptr<OfiFabric>> OfiFabric::open(const std::string& provider, 
   fi_info* i = f->info_;
   f->virt_addr_ = i->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
   f->prov_key_ = i->domain_attr->mr_mode & FI_MR_PROV_KEY;
+  f->iov_limit_ = i->tx_attr->iov_limit;
   f->key_bytes_ = std::min<size_t>(i->domain_attr->mr_key_size ? i->domain_attr->mr_key_size : 8, 8);
   auto fail = [&](const char* what, int r) {
     return Status(Errc::io, fmt::format("--fabric {}: {}: {}", provider, what, fi_error(r)));
@@ -186,6 +194,11 @@ void OfiFabric::deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkS
     auto owned = std::move(it->second);
     in_flight_.erase(it);
     if (owned->kind == Context::send && ok) return;
+    if (owned->group) {
+      owned->group->ok = owned->group->ok && ok;
+      if (--owned->group->left) return;
+      ok = owned->group->ok;
+    }
     ev.kind = owned->kind == Context::rma ? Event::rma : Event::send_failed;
     ev.ok = ok;
     ev.cookie = owned->cookie;
@@ -282,16 +295,41 @@ Status OfiFabric::send(const proto::RouterAddress& to, std::span<const uint8_t> 
                       [ep, raw, dest] { return fi_send(ep, raw->bytes.data(), raw->bytes.size(), nullptr, dest, &raw->fc); });
 }
 
+// One op's RMA: a post of up to iov_limit_ local pieces each (tcp;ofi_rxm takes 4, an op may name
+// 8), at consecutive remote addresses. The op completes once, when the last post does.
 Status OfiFabric::rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
                    uint64_t key, uint64_t cookie, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();
+  local = local.first(std::min(local.size(), size_t(proto::kMaxSge)));
+  size_t per = std::max<size_t>(iov_limit_, 1);
+  size_t posts = local.empty() ? 1 : (local.size() + per - 1) / per;
+  auto group = posts > 1 ? std::make_shared<RmaGroup>(RmaGroup{posts, true}) : nullptr;
+  for (size_t p = 0; p < posts; ++p) {
+    auto part = local.subspan(std::min(p * per, local.size()));
+    part = part.first(std::min(part.size(), per));
+    Status s = post_rma(is_write, *fa, to, part, addr, key, cookie, group);
+    if (!s && p == 0) return s;
+    if (!s) {  // the posts made complete the op, failed; those never made count as done
+      group->ok = false;
+      group->left -= posts - p;
+      return {};
+    }
+    for (const LocalPiece& l : part) addr += l.len;
+  }
+  return {};
+}
+
+Status OfiFabric::post_rma(bool is_write, uint64_t dest, const proto::RouterAddress& to,
+                           std::span<const LocalPiece> local, uint64_t addr, uint64_t key, uint64_t cookie,
+                           std::shared_ptr<RmaGroup> group) {
   auto c = std::make_unique<Context>();
   c->kind = Context::rma;
   c->cookie = cookie;
   c->to = to;
-  size_t total = 0, n = std::min(local.size(), size_t(proto::kMaxSge));
-  for (size_t k = 0; k < n; ++k) {
+  c->group = std::move(group);
+  size_t total = 0;
+  for (size_t k = 0; k < local.size(); ++k) {
     c->iov[k] = {local[k].p, local[k].len};
     c->desc[k] = local[k].desc;
     c->pins.push_back(local[k].pin);
@@ -299,13 +337,13 @@ Status OfiFabric::rma(bool is_write, const proto::RouterAddress& to, std::span<c
   }
   c->remote = {addr, total, key};
   Context* raw = c.get();
-  c->msg = {raw->iov, raw->desc, n, *fa, &raw->remote, 1, &raw->fc, 0};
+  c->msg = {raw->iov, raw->desc, local.size(), dest, &raw->remote, 1, &raw->fc, 0};
   in_flight_.emplace(raw, std::move(c));
   fid_ep* ep = ep_;
   if (is_write)
-    return post_or_wait(*fa, raw, "fi_writemsg",
+    return post_or_wait(dest, raw, "fi_writemsg",
                         [ep, raw] { return fi_writemsg(ep, &raw->msg, FI_COMPLETION | FI_DELIVERY_COMPLETE); });
-  return post_or_wait(*fa, raw, "fi_readmsg", [ep, raw] { return fi_readmsg(ep, &raw->msg, FI_COMPLETION); });
+  return post_or_wait(dest, raw, "fi_readmsg", [ep, raw] { return fi_readmsg(ep, &raw->msg, FI_COMPLETION); });
 }
 
 Status OfiFabric::write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,

@@ -74,6 +74,7 @@ class OfiFabric final : public Fabric {
 
  private:
   struct Context;
+  struct RmaGroup;
   struct Event {
     enum Kind { message, rma, send_failed } kind = message;
     bool ok = true;
@@ -89,6 +90,8 @@ class OfiFabric final : public Fabric {
   Status rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
              uint64_t key, uint64_t cookie, LinkSink& sink);
   // Posts now, or queues behind what waits for the same peer (their order is the link's).
+  Status post_rma(bool is_write, uint64_t dest, const proto::RouterAddress& to, std::span<const LocalPiece> local,
+                  uint64_t addr, uint64_t key, uint64_t cookie, std::shared_ptr<RmaGroup> group);
   Status post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post);
   void post_waiting(LinkSink& sink);
   struct Waiting {
@@ -99,6 +102,7 @@ class OfiFabric final : public Fabric {
 
   std::string provider_;
   fi_info* info_ = nullptr;
+  size_t iov_limit_ = 1;  // local pieces one RMA post takes
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   fid_av* av_ = nullptr;

@@ -11,7 +11,6 @@
 #include "vrdma/verbs/ops.hh"
 
 namespace rb::verbs {
-namespace {
 
 ibv_wc_status wc_status(int s) {
   switch (s) {
@@ -33,6 +32,13 @@ static_assert(int(IBV_WC_SEND) == VRDMA_WC_SEND && int(IBV_WC_RDMA_WRITE) == VRD
               int(IBV_WC_FETCH_ADD) == VRDMA_WC_FETCH_ADD && int(IBV_WC_RECV) == VRDMA_WC_RECV &&
               int(IBV_WC_RECV_RDMA_WITH_IMM) == VRDMA_WC_RECV_RDMA_WITH_IMM);
 
+// Only a receive reports immediate data in verbs; vrdma also marks the sender's completion.
+unsigned wc_flags_of(const vrdma_wc& v) {
+  return (v.wc_flags & VRDMA_WC_WITH_IMM) && (v.opcode & VRDMA_WC_RECV) ? IBV_WC_WITH_IMM : 0;
+}
+
+namespace {
+
 void to_ibv(const vrdma_wc& v, ibv_wc& w) {
   w.wr_id = v.wr_id;
   w.status = wc_status(v.status);
@@ -42,8 +48,7 @@ void to_ibv(const vrdma_wc& v, ibv_wc& w) {
   w.imm_data = v.imm_data;  // as the sender gave it (network order in verbs)
   w.qp_num = v.qp_num;
   w.src_qp = 0;
-  // Only a receive reports immediate data in verbs; vrdma also marks the sender's completion.
-  w.wc_flags = (v.wc_flags & VRDMA_WC_WITH_IMM) && (v.opcode & VRDMA_WC_RECV) ? IBV_WC_WITH_IMM : 0;
+  w.wc_flags = wc_flags_of(v);
   w.pkey_index = 0;
   w.slid = 0;
   w.sl = 0;
@@ -76,9 +81,37 @@ int req_notify_cq(ibv_cq* cq, int) {
   return r < 0 ? -r : 0;
 }
 
-ibv_cq_ex* create_cq_ex(ibv_context*, ibv_cq_init_attr_ex*) {
-  say("create_cq_ex is not supported: use ibv_create_cq");
-  return fail_null<ibv_cq_ex>(EOPNOTSUPP);
+// A CQ on `channel` (may be null), as ibv_create_cq and create_cq_ex both make it.
+Cq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel) {
+  auto* c = new (std::nothrow) Cq;
+  if (!c) return fail_null<Cq>(ENOMEM);
+  c->v = vrdma_create_cq(Context::of(ctx)->v, cqe);
+  if (!c->v) {
+    int err = errno;
+    say("create_cq: %s", vrdma_last_error());
+    delete c;
+    return fail_null<Cq>(err);
+  }
+  if (channel) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = c;
+    if (epoll_ctl(channel->fd, EPOLL_CTL_ADD, vrdma_cq_event_fd(c->v), &ev) < 0) {
+      int err = errno;
+      vrdma_destroy_cq(c->v);
+      delete c;
+      return fail_null<Cq>(err);
+    }
+    ++channel->refcnt;
+  }
+  ibv_cq* cq = c->cq();
+  cq->context = ctx;
+  cq->channel = channel;
+  cq->cq_context = cq_context;
+  cq->cqe = cqe;
+  pthread_mutex_init(&cq->mutex, nullptr);
+  pthread_cond_init(&cq->cond, nullptr);
+  return c;
 }
 
 }  // namespace rb::verbs
@@ -109,34 +142,8 @@ VERBS_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 }
 
 VERBS_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel, int) {
-  auto* c = new (std::nothrow) Cq;
-  if (!c) return fail_null<ibv_cq>(ENOMEM);
-  c->v = vrdma_create_cq(Context::of(ctx)->v, cqe);
-  if (!c->v) {
-    int err = errno;
-    say("create_cq: %s", vrdma_last_error());
-    delete c;
-    return fail_null<ibv_cq>(err);
-  }
-  if (channel) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = c;
-    if (epoll_ctl(channel->fd, EPOLL_CTL_ADD, vrdma_cq_event_fd(c->v), &ev) < 0) {
-      int err = errno;
-      vrdma_destroy_cq(c->v);
-      delete c;
-      return fail_null<ibv_cq>(err);
-    }
-    ++channel->refcnt;
-  }
-  c->cq.context = ctx;
-  c->cq.channel = channel;
-  c->cq.cq_context = cq_context;
-  c->cq.cqe = cqe;
-  pthread_mutex_init(&c->cq.mutex, nullptr);
-  pthread_cond_init(&c->cq.cond, nullptr);
-  return &c->cq;
+  Cq* c = make_cq(ctx, cqe, cq_context, channel);
+  return c ? c->cq() : nullptr;
 }
 
 VERBS_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
@@ -176,8 +183,8 @@ VERBS_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void**
     Cq* c = static_cast<Cq*>(ev.data.ptr);
     uint64_t v;
     if (read(vrdma_cq_event_fd(c->v), &v, sizeof v) != sizeof v) continue;  // another thread took it
-    *cq = &c->cq;
-    *cq_context = c->cq.cq_context;
+    *cq = c->cq();
+    *cq_context = c->cq()->cq_context;
     return 0;
   }
 }

@@ -39,7 +39,7 @@ const Device& the_device() {
     x.dev.node_type = IBV_NODE_CA;
     x.dev.transport_type = IBV_TRANSPORT_IB;
     std::strncpy(x.dev.name, kDeviceName, sizeof x.dev.name - 1);
-    std::strncpy(x.dev.dev_name, "uverbs-vrdma0", sizeof x.dev.dev_name - 1);
+    std::strncpy(x.dev.dev_name, kUverbsName, sizeof x.dev.dev_name - 1);
     std::strncpy(x.dev.dev_path, "/nonexistent/vrdma/uverbs-vrdma0", sizeof x.dev.dev_path - 1);
     std::strncpy(x.dev.ibdev_path, "/nonexistent/vrdma/vrdma0", sizeof x.dev.ibdev_path - 1);
     x.guid = host_guid();

@@ -24,6 +24,11 @@ Outer* ours(Verbs* v) {
   return reinterpret_cast<Outer*>(v);
 }
 
+// vrdma0's kernel-style names: its uverbs name, and the device node programs look for under it
+// (device_node.cc answers for that node; there is no kernel device).
+constexpr const char* kUverbsName = "uverbs-vrdma0";
+constexpr const char* kDeviceNodePath = "/dev/infiniband/uverbs-vrdma0";
+
 struct Device {
   ibv_device dev{};
   uint64_t guid = 0;  // network order, as verbs reports it
@@ -57,10 +62,16 @@ struct CompChannel {
   ibv_comp_channel ch{};  // ch.fd is an epoll set of its CQs' event descriptors
 };
 
+// ibv_cq_ex begins with ibv_cq's fields, so one object serves both: a plain CQ's program holds
+// cq(), an extended CQ's holds &ex (ibv_cq_ex_to_cq gives cq() back).
 struct Cq {
-  ibv_cq cq{};
+  ibv_cq_ex ex{};
   vrdma_cq* v = nullptr;
+  vrdma_wc current{};  // an extended CQ's completion between start_poll/next_poll and the next
+  ibv_cq* cq() { return reinterpret_cast<ibv_cq*>(&ex); }
 };
+static_assert(offsetof(ibv_cq_ex, cqe) == offsetof(ibv_cq, cqe) &&
+              offsetof(ibv_cq_ex, async_events_completed) == offsetof(ibv_cq, async_events_completed));
 
 struct Srq {
   ibv_srq srq{};

@@ -3,6 +3,8 @@
 // verbs_context), not through symbols: verbs.h's inline functions call them.
 #include <infiniband/verbs.h>
 
+#include <vrdma/vrdma.h>
+
 namespace rb::verbs {
 
 // ibv_context_ops
@@ -17,6 +19,12 @@ int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* in, ibv_device_attr_ex* attr, size_t len);
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
+
+// What the plain and the extended CQ share (cq.cc).
+struct Cq;
+Cq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel);
+ibv_wc_status wc_status(int vrdma_status);
+unsigned wc_flags_of(const vrdma_wc& wc);  // IBV_WC_WITH_IMM or 0
 
 // The table of them: sets every pointer a context carries (ops.cc).
 void install_context_ops(verbs_context& v);

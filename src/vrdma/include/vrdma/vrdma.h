@@ -73,7 +73,7 @@ struct vrdma_cq;
 struct vrdma_qp;
 struct vrdma_srq;
 
-enum { VRDMA_MAX_SGE = 4, VRDMA_ADDRESS_BYTES = 40 };
+enum { VRDMA_MAX_SGE = 8, VRDMA_ADDRESS_BYTES = 40 };
 
 enum vrdma_wr_opcode {
   VRDMA_WR_RDMA_WRITE,
