@@ -8,6 +8,7 @@
 // A peer that shares the memory can write anything into it. Every slot access is masked with the
 // capacity this process read once when it created or attached, so no index a peer writes reaches
 // outside the slots; a peer that scribbles on the indices can only lose or repeat its own data.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -83,6 +84,13 @@ class SpscRing {
     v = slots_[mask_.slot(hd)];
     h_->head.store(hd + 1, std::memory_order_release);
     return true;
+  }
+  // Consumer side: drops up to n slots unread in one step; how many it dropped.
+  uint64_t skip(uint64_t n) {
+    uint64_t hd = h_->head.load(std::memory_order_relaxed);
+    uint64_t k = std::min(n, h_->tail.load(std::memory_order_acquire) - hd);
+    if (k) h_->head.store(hd + k, std::memory_order_release);
+    return k;
   }
   // Consumer side: a copy of the next slot, left in place (false when empty); pop takes it.
   bool peek(T& v) const {

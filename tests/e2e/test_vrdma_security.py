@@ -131,6 +131,49 @@ def test_receives_a_tenant_claims_to_have_withdrawn_cost_it_its_own_turn(router)
 
 
 @as_root
+def test_many_rings_of_withdrawn_receives_stall_no_one(router):
+    """Skipping a ring's worth a turn was still a ring's worth: 16 pairs whose 65,536-slot rings
+    claim 2^62 withdrawn receives, each with a SEND waiting, held every turn for about 70 ms
+    (fourth probe). Withdrawn receives are now skipped in one step, a few steps a turn."""
+    r = router()
+    attack = subprocess.Popen([HOSTILE, r.sock, "withdrawn-many", "16", "6"], user=NOBODY, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    time.sleep(2)  # its pairs made and their SENDs waiting
+    ping = start_ping(r.sock, 3)
+    assert_served(ping_result(ping), stall_ms=50)
+    out, err = attack.communicate(timeout=60)
+    assert attack.returncode == 0 and "sends=" in out, out + err
+
+
+@as_root
+def test_a_tenant_with_many_regions_stalls_no_one(router):
+    """The data path found a region by walking all of its owner's regions: 4,096 of them and 32
+    pairs keeping WRITEs in flight held every tenant's turn for 250 ms (fourth probe). A region
+    is found by its rkey in one lookup."""
+    r = router()
+    attack = subprocess.Popen([HOSTILE, r.sock, "many-regions", "32", "4096", "7"], user=NOBODY,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # its regions made and its WRITEs flowing
+    ping = start_ping(r.sock, 3)
+    assert_served(ping_result(ping), stall_ms=50)
+    out, err = attack.communicate(timeout=60)
+    assert attack.returncode == 0 and int(out.split("=")[1]) > 10000, out + err
+
+
+@as_root
+def test_qp_memory_counts_against_max_reg_bytes(router):
+    """QP and SRQ memory (the owner's memfds, which the router reads and so pulls in) counted
+    against no limit: a tenant held 64 MiB of regions at most but made the router map 1.4 GB of
+    rings (fourth probe). It counts against max_reg_bytes, with a message that says so."""
+    r = router(f'[[tenant]]\nname = "small"\nuids = [{NOBODY}]\nmax_reg_bytes = "64M"\n')
+    p = run([HOSTILE, r.sock, "qp-memory", "20"], timeout=60, user=NOBODY)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = dict(kv.split("=", 1) for kv in p.stdout.split())
+    assert int(got["made"]) in range(4, 7) and got["errno"] == "12", p.stdout + p.stderr  # ~11 MiB each
+    assert "of QP and SRQ memory), over its max_reg_bytes of 67108864 B" in p.stderr, p.stderr
+
+
+@as_root
 def test_a_request_to_a_peer_that_never_connects_is_not_spun_on(router):
     r = router()
     before = cpu_seconds(r.proc.pid)
@@ -239,6 +282,25 @@ def test_released_regions_are_swept_while_the_router_is_idle(router, world, free
     while held() and time.time() < deadline:
         time.sleep(0.2)
     assert held() == 0
+
+
+@as_root
+def test_admins_in_no_tenant_read_every_tenants_statistics_and_nothing_more(router):
+    """Under a config of tenants, root and admin_uids in none of them were refused at hello, so
+    the operator saw nothing during an attack (fourth probe). They read every tenant's
+    statistics, count in no tenant, and may do nothing else."""
+    admin = NOBODY + 1
+    r = router(f'[router]\nadmin_uids = [{admin}]\n\n[[tenant]]\nname = "t"\nuids = [{NOBODY}]\n')
+    assert run([HOSTILE, r.sock, "reg", "4096"], timeout=30, user=NOBODY).returncode == 0
+    for user in (None, admin):  # root, and the config's admin
+        s = run([CTL, "--socket", r.sock, "stats"], timeout=10, user=user)
+        assert s.returncode == 0, s.stderr
+        rows = [line.split()[0] for line in s.stdout.splitlines()[1:] if not line.startswith(("router:", "link:"))]
+        assert rows == ["t"], s.stdout
+    p = run([HOSTILE, r.sock, "reg", "4096"], timeout=30, user=admin)
+    assert p.returncode != 0 and "as an admin it may read statistics, nothing more" in p.stdout + p.stderr, p.stdout + p.stderr
+    stranger = run([CTL, "--socket", r.sock, "stats"], timeout=10, user=NOBODY + 2)
+    assert stranger.returncode != 0 and "in no tenant" in stranger.stderr, stranger.stdout + stranger.stderr
 
 
 @as_root

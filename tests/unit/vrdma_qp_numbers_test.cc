@@ -54,5 +54,28 @@ TEST(VrdmaQpNumbers, TheRouterWidePaceHoldsForAllTenantsTogether) {
   EXPECT_GT(hours, 2.0);
 }
 
+// Three uids churning QPs together (each within its own pace) once took the whole router-wide
+// pace, and a fourth tenant's create_qp failed one time in three. Past half the router's burst
+// each tenant draws within an equal share, so the fourth keeps its hundred a second, and all of
+// them together still stay within the router's pace.
+TEST(VrdmaQpNumbers, EachTenantKeepsItsShareOfTheRouterWidePace) {
+  QpNumbers n({1, 2, 3, 4});
+  Pace greedy[3] = {{0, 0}, {0, 0}, {0, 0}}, modest{0, 0};
+  int64_t t0 = 1'000'000'000;
+  int refused = 0, issued = 0;
+  for (int ms = 0; ms < 20'000; ++ms) {
+    int64_t now = t0 + int64_t(ms) * 1'000'000;
+    for (Pace& g : greedy)
+      for (int k = 0; k < 2; ++k) issued += n.take(g, 4, now);  // 2,000 a second each, asked
+    if (ms % 10 == 0) {  // 100 a second
+      bool got = n.take(modest, 4, now);
+      refused += !got;
+      issued += got;
+    }
+  }
+  EXPECT_EQ(refused, 0);
+  EXPECT_LE(issued, int(QpNumbers::kBurst + QpNumbers::kRate * 20) + 1);
+}
+
 }  // namespace
 }  // namespace rb::vrdma

@@ -35,6 +35,14 @@
  *   vrdma_hostile SOCKET withdrawn         two router-path QPs A -> B; B's header says every receive
  *                                          was withdrawn and its receive ring claims 2^62 of them;
  *                                          A SENDs once: "status=S" (S -1: no completion in 3 s)
+ *   vrdma_hostile SOCKET withdrawn-many PAIRS SECONDS  as withdrawn, with PAIRS pairs whose
+ *                                          receivers have 65,536-slot rings, each sender keeping
+ *                                          one SEND waiting for SECONDS: "sends=N"
+ *   vrdma_hostile SOCKET many-regions PAIRS REGIONS SECONDS  REGIONS regions of 4 KiB, then PAIRS
+ *                                          router-path pairs each keeping 32 1-byte WRITEs in
+ *                                          flight to its own region: "ops=N"
+ *   vrdma_hostile SOCKET qp-memory COUNT    COUNT QPs of 65,536 receives each (about 11 MiB of
+ *                                          memory apiece): "made=N errno=E" (E 0: all made)
  *   vrdma_hostile SOCKET remote-keys SOCKET_B SECONDS  a QP here connected to one at the router
  *                                          of SOCKET_B (another host's), WRITEs each naming a new
  *                                          rkey for SECONDS: "ops=N refused=F"
@@ -451,6 +459,56 @@ static int flood(struct vrdma_context* ctx, double seconds) {
   return 0;
 }
 
+/* A tenant with many regions keeps the router busy finding them: each WRITE names an rkey. */
+static int many_regions(struct vrdma_context* ctx, int pairs, long regions, double seconds) {
+  enum { kMaxPairs = 64 };
+  if (pairs < 1 || pairs > kMaxPairs) return die("pairs: 1 to 64");
+  struct pair p[kMaxPairs];
+  struct vrdma_mr* dst[kMaxPairs];
+  for (int i = 0; i < pairs; ++i)
+    if (router_pair(ctx, &p[i], 64)) return die("pair");
+  for (long k = 0; k + pairs < regions; ++k)
+    if (!vrdma_alloc_mr(p[0].pd, 4096, VRDMA_ACCESS_LOCAL_WRITE)) return die("filler region");
+  for (int i = 0; i < pairs; ++i)
+    if (!(dst[i] = vrdma_alloc_mr(p[i].pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE)))
+      return die("region");
+  long ops = 0, out[kMaxPairs] = {0};
+  double until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    int moved = 0;
+    for (int i = 0; i < pairs; ++i) {
+      while (out[i] < 32 && post_write(p[i].a, dst[i], dst[i], 1, (uint64_t)ops) == 0) ++out[i];
+      struct vrdma_wc w[32];
+      int n = vrdma_poll_cq(p[i].cq, 32, w);
+      if (n < 0) return die("poll");
+      out[i] -= n;
+      ops += n;
+      moved += n;
+    }
+    if (!moved) usleep(200);
+  }
+  printf("ops=%ld\n", ops);
+  return 0;
+}
+
+static int qp_memory(struct vrdma_context* ctx, long count) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
+  if (!cq) return die("setup");
+  long made = 0;
+  int err = 0;
+  for (; made < count; ++made) {
+    struct vrdma_qp_init_attr at = {cq, cq, 16, 65536, 0, 0, 0, NULL};
+    if (!vrdma_create_qp(pd, &at)) {
+      err = errno;
+      fprintf(stderr, "%s\n", vrdma_last_error());
+      break;
+    }
+  }
+  printf("made=%ld errno=%d\n", made, err);
+  return 0;
+}
+
 static int stuck(struct vrdma_context* ctx, double seconds) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 64) : NULL;
@@ -530,6 +588,73 @@ static int withdrawn(struct vrdma_context* ctx) {
   while (status < 0 && now_ms() < until)
     if (vrdma_poll_cq(cq, 1, &wc) == 1) status = (int)wc.status;
   printf("status=%d\n", status);
+  return 0;
+}
+
+/* The memory of the QP made last: the one QP mapping of this process not among the `n` known. */
+static uint8_t* new_qp_memory(uint8_t* const* known, int n) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512];
+  uint8_t* found = NULL;
+  while (f && !found && fgets(line, sizeof line, f)) {
+    if (!strstr(line, "memfd:vrdma-qp")) continue;
+    uint8_t* p = (uint8_t*)(uintptr_t)strtoull(line, NULL, 16);
+    int seen = 0;
+    for (int i = 0; i < n; ++i) seen |= known[i] == p;
+    if (!seen) found = p;
+  }
+  if (f) fclose(f);
+  return found;
+}
+
+/* Each receiver's ring claims 2^62 withdrawn receives; each sender keeps a SEND waiting on it. */
+static int withdrawn_many(struct vrdma_context* ctx, int pairs, double seconds) {
+  enum { kMaxPairs = 64 };
+  if (pairs < 1 || pairs > kMaxPairs) return die("pairs: 1 to 64");
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 4 * kMaxPairs) : NULL;
+  struct vrdma_mr* mr = cq ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!mr) return die("setup");
+  uint8_t* mem[2 * kMaxPairs];
+  int nmem = 0;
+  struct vrdma_qp* senders[kMaxPairs];
+  for (int i = 0; i < pairs; ++i) {
+    struct vrdma_qp_init_attr rt = {cq, cq, 16, 65536, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+    struct vrdma_qp_init_attr st = {cq, cq, 16, 16, 0, 0, VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE, NULL};
+    struct vrdma_qp* b = vrdma_create_qp(pd, &rt);
+    uint8_t* bm = b ? new_qp_memory(mem, nmem) : NULL;
+    if (!bm) return die("receiver");
+    mem[nmem++] = bm;
+    struct vrdma_qp* a = vrdma_create_qp(pd, &st);
+    uint8_t* am = a ? new_qp_memory(mem, nmem) : NULL;
+    if (!am || connect_both(a, b)) return die("sender");
+    mem[nmem++] = am;
+    uint64_t recv_off;
+    memcpy(&recv_off, bm + 8, 8); /* QpHeader.recv_ring_off */
+    *(volatile uint64_t*)(bm + 48) = UINT64_MAX;  /* QpHeader.withdrawn_below */
+    *(volatile uint64_t*)(bm + recv_off + 128) = *(volatile uint64_t*)(bm + recv_off + 64) + (1ull << 62);
+    senders[i] = a;
+  }
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, 8, mr->lkey};
+  struct vrdma_send_wr wr = {0}, *bad;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_SEND;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  long sends = 0;
+  for (int i = 0; i < pairs; ++i, ++sends)
+    if (vrdma_post_send(senders[i], &wr, &bad)) return die("post");
+  double until = now_ms() + seconds * 1000;
+  struct vrdma_wc wc;
+  while (now_ms() < until) {  /* each SEND fails after its wait for a receive: post another */
+    if (vrdma_poll_cq(cq, 1, &wc) != 1) {
+      usleep(1000);
+      continue;
+    }
+    for (int i = 0; i < pairs; ++i)
+      if (vrdma_qp_num(senders[i]) == wc.qp_num && vrdma_post_send(senders[i], &wr, &bad) == 0) ++sends;
+  }
+  printf("sends=%ld\n", sends);
   return 0;
 }
 
@@ -646,6 +771,10 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);
   else if (strcmp(mode, "withdrawn") == 0) rc = withdrawn(ctx);
+  else if (strcmp(mode, "qp-memory") == 0) rc = qp_memory(ctx, atol(a1));
+  else if (strcmp(mode, "many-regions") == 0)
+    rc = many_regions(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1, argc > 5 ? atof(argv[5]) : 1);
+  else if (strcmp(mode, "withdrawn-many") == 0) rc = withdrawn_many(ctx, atoi(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "hold") == 0) rc = hold(ctx, atol(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));

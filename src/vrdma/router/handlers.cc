@@ -12,7 +12,7 @@ namespace rb::vrdma {
 using proto::Type;
 
 Router::Reply Router::error(Session& s, const proto::Message& m, int err, const std::string& why) {
-  if (s.welcomed) ++usage_[s.tenant.name].errors;
+  if (s.welcomed && !s.observer) ++usage_[s.tenant.name].errors;
   proto::Error e;
   e.err = err;
   proto::put_text(e.message, sizeof e.message, why);
@@ -22,6 +22,7 @@ Router::Reply Router::error(Session& s, const proto::Message& m, int err, const 
 Router::Reply Router::hello(Session& s, const proto::Message& m) {
   if (s.welcomed) return error(s, m, EPROTO, "hello twice on one connection");
   auto t = opts_.tenants.of_uid(s.uid);
+  if (!t && opts_.tenants.router().is_admin(s.uid)) return welcome_observer(s, m);
   if (!t) {
     ++usage_["(no tenant)"].refused_clients;
     log_limited(fmt::format("refused {}", s.uid), fmt::format("client pid {} refused: {}", s.pid, t.status().message()));
@@ -39,6 +40,21 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   w.direct = s.tenant.direct && !s.tenant.rate_limited();  // rate limits are enforced on the router path
   w.listen = opts_.listen;
   log_limited(fmt::format("hello {}", s.uid), fmt::format("client {} (pid {}, uid {}) is tenant {}", s.id, s.pid, s.uid, s.tenant.name));
+  return {proto::encode(Type::welcome, m.h.seq, w)};
+}
+
+// An operator's vrdmactl under a config whose tenants do not name it: statistics only.
+Router::Reply Router::welcome_observer(Session& s, const proto::Message& m) {
+  s.welcomed = s.observer = true;
+  s.tenant = Tenant{};
+  s.tenant.name = "(admin)";
+  proto::Welcome w;
+  proto::put_text(w.tenant, sizeof w.tenant, s.tenant.name);
+  w.client_id = s.id;
+  w.router_id = router_id_;
+  w.listen = opts_.listen;
+  log_limited(fmt::format("hello {}", s.uid), fmt::format("client {} (pid {}, uid {}) is an admin in no tenant: statistics only",
+                                                          s.id, s.pid, s.uid));
   return {proto::encode(Type::welcome, m.h.seq, w)};
 }
 
@@ -71,6 +87,17 @@ Router::Reply Router::dealloc_pd(Session& s, const proto::Message& m) {
 // larger, up to what the tenant may register.
 constexpr uint64_t kMaxRegion = 1ull << 40;
 
+// Whether the tenant may hold `len` more bytes: its regions, those released but still held for
+// the fabric (so churn holds no more than the limit), and its QPs' and SRQs' memory.
+bool Router::memory_allowed(const Session& s, const TenantUsage& u, uint64_t len, const char* what, std::string* why) {
+  uint64_t held = u.reg_bytes + u.held_bytes + u.ring_bytes;
+  if (!s.tenant.max_reg_bytes || held + len <= s.tenant.max_reg_bytes) return true;
+  *why = fmt::format("tenant {} would hold {} B with this {} of {} B ({} B of regions, {} B released and held a few "
+                     "seconds, {} B of QP and SRQ memory), over its max_reg_bytes of {} B",
+                     s.tenant.name, held + len, what, len, u.reg_bytes, u.held_bytes, u.ring_bytes, s.tenant.max_reg_bytes);
+  return false;
+}
+
 Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& theirs) {
   auto req = m.as<proto::RegMr>();
   constexpr uint32_t kAllAccess =
@@ -82,13 +109,7 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
     return error(s, m, EINVAL, "remote write or atomic access needs local write access too");
   if (req.len == 0 || req.len > kMaxRegion) return error(s, m, EINVAL, fmt::format("length {} B: give 1 B to 1 TiB", req.len));
   TenantUsage& u = usage_[s.tenant.name];
-  // Released regions still held for the fabric count too: churn holds no more than the limits.
-  uint64_t held = u.reg_bytes + u.held_bytes;
-  if (s.tenant.max_reg_bytes && held + req.len > s.tenant.max_reg_bytes)
-    return error(s, m, ENOMEM,
-                 fmt::format("tenant {} would hold {} B registered{}, over its max_reg_bytes of {} B", s.tenant.name,
-                             held + req.len, u.held_bytes ? fmt::format(" ({} B of it released, held a few seconds)", u.held_bytes) : "",
-                             s.tenant.max_reg_bytes));
+  if (std::string why; !memory_allowed(s, u, req.len, "region", &why)) return error(s, m, ENOMEM, why);
   if (s.tenant.max_mrs && u.mrs + u.held_mrs + 1 > s.tenant.max_mrs)
     return error(s, m, ENOMEM, fmt::format("tenant {} holds {} regions{}, its max_mrs", s.tenant.name, u.mrs + u.held_mrs,
                                            u.held_mrs ? fmt::format(" ({} released, held a few seconds)", u.held_mrs) : ""));
@@ -115,6 +136,7 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   int fd = e.mem().fd();
   u.reg_bytes += req.len;
   ++u.mrs;
+  s.lkey_of_rkey[e.rkey] = e.lkey;
   s.mrs.emplace(e.lkey, std::move(e));
   return {proto::encode(Type::mr_granted, m.h.seq, g), fd};
 }
@@ -131,6 +153,7 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
   keys_in_use_.erase(it->second.lkey);
   keys_in_use_.erase(it->second.rkey);
   release_region(s.tenant.name, it->second);
+  s.lkey_of_rkey.erase(it->second.rkey);
   s.mrs.erase(it);
   return {proto::encode(Type::done, m.h.seq)};
 }

@@ -167,10 +167,9 @@ void Router::link_key_ask(const proto::LinkMessage& m) {
   proto::LinkKey k;
   k.err = EACCES;
   if (QpEntry* q = remote_peer_of(a.to_qp, m.h.from_router, a.from_qp)) {
-    for (const auto& [lkey, mr] : sessions_.at(q->owner).mrs) {
-      if (mr.rkey != a.rkey || mr.pd != q->pd || !mr.fabric()) continue;
-      k = {0, mr.access, mr.va, mr.len, mr.fabric()->key(), mr.fabric()->base()};
-    }
+    const MemoryRegionEntry* mr = sessions_.at(q->owner).region_by_rkey(a.rkey);
+    if (mr && mr->pd == q->pd && mr->fabric())
+      k = {0, mr->access, mr->va, mr->len, mr->fabric()->key(), mr->fabric()->base()};
   }
   link_send(m.h.from, LinkType::key_reply, m.h.req, k);
 }

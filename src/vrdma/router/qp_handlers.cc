@@ -26,6 +26,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   if (!fd) return error(s, m, EINVAL, "create_qp came without the QP's memory");
   if (req.mem_len < sizeof(proto::QpHeader) || req.mem_len > (64ull << 20))
     return error(s, m, EINVAL, fmt::format("QP memory of {} B: give {} B to 64 MiB", req.mem_len, sizeof(proto::QpHeader)));
+  if (std::string why; !memory_allowed(s, u, req.mem_len, "QP", &why)) return error(s, m, ENOMEM, why);
   // Checks the seals (the client cannot shrink it under us); not populated: the client touched it.
   auto map = Mapping::map(fd.get(), req.mem_len, false);
   if (!map) return error(s, m, EINVAL, "QP memory: " + map.status().message());
@@ -50,6 +51,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   qps_.emplace(num, std::move(q));
   s.qps.insert(num);
   ++u.qps;
+  u.ring_bytes += req.mem_len;
   return {proto::encode(Type::qp_created, m.h.seq, proto::QpCreated{num})};
 }
 
@@ -139,8 +141,10 @@ Router::Reply Router::grant(Session& s, const proto::Message& m) {
   const Session& owner = sessions_.at(peer->owner);
   // A remote key names the region for WRITE, READ and atomics; the local key of a receive
   // buffer is what a SEND fills. Either must be a region of the peer QP's PD.
-  for (const auto& [lkey, mr] : owner.mrs) {
-    if (mr.pd != peer->pd || (mr.rkey != req.key && mr.lkey != req.key)) continue;
+  auto own = owner.mrs.find(req.key);
+  const MemoryRegionEntry* found = own != owner.mrs.end() ? &own->second : owner.region_by_rkey(req.key);
+  if (found && found->pd == peer->pd) {
+    const MemoryRegionEntry& mr = *found;
     proto::Granted g;
     g.va = mr.va;
     g.len = mr.len;
@@ -174,7 +178,10 @@ void Router::release_qp(uint32_t num) {
     q.peer = 0;    // and it forgets the number: nothing of it reaches a QP that number names
     q.peer_gone = true;
   }
-  if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) own->second.qps.erase(num);
+  if (auto own = sessions_.find(it->second.owner); own != sessions_.end()) {
+    own->second.qps.erase(num);
+    usage_[own->second.tenant.name].ring_bytes -= it->second.len;
+  }
   if (it->second.srq) --it->second.srq->users;
   routed_.erase(std::remove(routed_.begin(), routed_.end(), num), routed_.end());
   if (int t = it->second.thread; t >= 0) std::erase(data_[t]->qps, num);
@@ -198,6 +205,7 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   if (std::string why; !host_allows(u, {1, 1}, &why)) return error(s, m, ENOMEM, why);
   if (!fd) return error(s, m, EINVAL, "create_srq came without the SRQ's memory");
   if (req.mem_len > (64ull << 20)) return error(s, m, EINVAL, fmt::format("SRQ memory of {} B: give at most 64 MiB", req.mem_len));
+  if (std::string why; !memory_allowed(s, u, req.mem_len, "SRQ", &why)) return error(s, m, ENOMEM, why);
   auto map = Mapping::map(fd.get(), req.mem_len, false);  // sealed: the client cannot shrink it under us
   if (!map) return error(s, m, EINVAL, "SRQ memory: " + map.status().message());
   auto ring = SpscRing<proto::RecvEntry>::attach(map->bytes());
@@ -211,9 +219,11 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   e->owner = s.id;
   e->mem.emplace(std::move(*map));
   e->ring.emplace(*ring);
+  e->len = req.mem_len;
   srqs_.emplace(e->num, e);
   s.srqs.insert(e->num);
   ++u.srqs;
+  u.ring_bytes += req.mem_len;
   return {proto::encode(Type::handle, m.h.seq, proto::Handle{e->num})};
 }
 
@@ -222,10 +232,12 @@ Router::Reply Router::destroy_srq(Session& s, const proto::Message& m) {
   if (!s.srqs.count(num)) return error(s, m, EINVAL, fmt::format("SRQ {:#x} is not one of this client's", num));
   if (uint32_t n = srqs_.at(num)->users)
     return error(s, m, EBUSY, fmt::format("SRQ {:#x} has {} QP{}; destroy them first", num, n, n == 1 ? "" : "s"));
+  TenantUsage& u = usage_[s.tenant.name];
+  u.ring_bytes -= srqs_.at(num)->len;
   closer_->drop_later(srqs_.at(num));
   srqs_.erase(num);
   s.srqs.erase(num);
-  --usage_[s.tenant.name].srqs;
+  --u.srqs;
   return {proto::encode(Type::done, m.h.seq)};
 }
 
@@ -257,9 +269,10 @@ uint32_t Router::issue_number(const Session& s, TenantUsage& u, const char* what
                       TenantUsage::kQpRate);
     return 0;
   }
-  if (!qp_numbers_.pace.take(now)) {
-    why = fmt::format("this router makes QPs and SRQs for all its tenants at most {:.0f} a second; try again",
-                      QpNumbers::kRate);
+  int tenants = int(std::count_if(usage_.begin(), usage_.end(), [](const auto& t) { return t.second.clients > 0; }));
+  if (!qp_numbers_.take(u.qp_share, tenants, now)) {
+    why = fmt::format("this router makes QPs and SRQs for all its tenants at most {:.0f} a second, and tenant {} has "
+                      "had its share of late; try again", QpNumbers::kRate, s.tenant.name);
     return 0;
   }
   auto fresh = qp_numbers_.next();

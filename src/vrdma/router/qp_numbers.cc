@@ -1,5 +1,7 @@
 #include "vrdma/router/qp_numbers.hh"
 
+#include <algorithm>
+
 #include <sys/random.h>
 
 namespace rb::vrdma {
@@ -30,6 +32,13 @@ uint32_t QpNumbers::permute(uint32_t n) const {
     r = t;
   }
   return (l << 12) | r;
+}
+
+bool QpNumbers::take(Pace& share, int tenants, int64_t now_ns) {
+  double n = std::max(tenants, 2);
+  bool within_share = share.take(now_ns, kBurst / (2 * n), kRate / n);
+  if (!within_share && pace.available(now_ns) < kBurst / 2 + 1) return false;
+  return pace.take(now_ns);
 }
 
 std::optional<uint32_t> QpNumbers::next() {

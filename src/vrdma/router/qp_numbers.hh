@@ -8,7 +8,9 @@
 //
 // The space is the router's, so its pace is too: besides each tenant's (TenantUsage), all
 // tenants together get kBurst numbers at once, then kRate a second. However many uids churn QPs
-// together, spending the space takes (2^24 - kBurst) / kRate, over two hours.
+// together, spending the space takes (2^24 - kBurst) / kRate, over two hours. That pace is shared
+// fairly (take): a few uids churning together once left a well-behaved tenant's create_qp failing
+// one time in three.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -30,7 +32,12 @@ class QpNumbers {
 
   // The next number, never 0 and never one issued before; nullopt once the space is spent.
   std::optional<uint32_t> next();
-  Pace pace{kBurst, kRate};  // router-wide: take one before next()
+  // Whether a tenant, one of `tenants` that hold clients now, may have one more number. While
+  // over half the router-wide burst is left, anyone may; past half, a tenant only within its
+  // `share`, an equal part of the router's rate and of half its burst. All shares together never
+  // drain the rest, so each tenant always gets at least its part, however the others churn.
+  bool take(Pace& share, int tenants, int64_t now_ns);
+  Pace pace{kBurst, kRate};  // router-wide
   uint64_t issued() const { return counter_; }
 
  private:

@@ -326,7 +326,7 @@ void Router::serve(Session& s) {
     // A client that speaks something else is not served further: nothing it sends can be trusted.
     log_limited(fmt::format("garbage {}", s.uid),
                 fmt::format("client {} (pid {}, uid {}): {}; disconnected", s.id, s.pid, s.uid, parsed.error));
-    if (s.welcomed) ++usage_[s.tenant.name].errors;
+    if (s.welcomed && !s.observer) ++usage_[s.tenant.name].errors;
     drop(s.id);
     return;
   }
@@ -357,7 +357,10 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
   using proto::Type;
   if (m.type() == Type::hello) return hello(s, m);
   if (!s.welcomed) return error(s, m, EPROTO, "the first message must be hello");
-  ++usage_[s.tenant.name].requests;
+  if (s.observer && m.type() != Type::stats)
+    return error(s, m, EPERM, fmt::format("uid {} is in no tenant of the config: as an admin it may read statistics, "
+                                          "nothing more (add it to a tenant's uids to use vrdma)", s.uid));
+  if (!s.observer) ++usage_[s.tenant.name].requests;
   switch (m.type()) {
     case Type::alloc_pd: return alloc_pd(s, m);
     case Type::dealloc_pd: return dealloc_pd(s, m);
@@ -385,7 +388,7 @@ void Router::drop(uint32_t id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   Session& s = it->second;
-  if (s.welcomed) {
+  if (s.welcomed && !s.observer) {
     TenantUsage& u = usage_[s.tenant.name];
     --u.clients;
     u.pds -= s.pds.size();
@@ -395,6 +398,7 @@ void Router::drop(uint32_t id) {
     revoke_grants_of(s);
     for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
     for (uint32_t n : s.srqs) {
+      u.ring_bytes -= srqs_.at(n)->len;
       closer_->drop_later(srqs_.at(n));
       srqs_.erase(n);
     }

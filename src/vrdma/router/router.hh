@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <mutex>
 
 #include "core/courteous_yield.hh"
@@ -141,6 +142,7 @@ struct SrqEntry {
   std::optional<Mapping> mem;
   std::optional<SpscRing<proto::RecvEntry>> ring;
   uint32_t users = 0;  // QPs made with it
+  uint64_t len = 0;    // its memory, counted in its tenant's ring_bytes
 };
 
 struct QpEntry {
@@ -173,10 +175,22 @@ struct Session {
   UniqueFd sock;
   uint32_t id = 0, pid = 0, uid = 0;
   bool welcomed = false;
+  // An admin uid (root, or the config's admin_uids) in no tenant: it may read statistics and do
+  // nothing else, and it counts in no tenant's usage.
+  bool observer = false;
   int64_t hello_by_ns = 0;  // dropped unless welcomed by then
   Tenant tenant;
   std::set<uint32_t> pds, qps, srqs;
   std::map<uint32_t, MemoryRegionEntry> mrs;  // by lkey
+  // Each region's rkey to its lkey: the data path finds a region by rkey in one lookup (a walk
+  // over 4,096 regions per request once held every tenant's turn 250 ms).
+  std::unordered_map<uint32_t, uint32_t> lkey_of_rkey;
+  const MemoryRegionEntry* region_by_rkey(uint32_t rkey) const {
+    auto k = lkey_of_rkey.find(rkey);
+    if (k == lkey_of_rkey.end()) return nullptr;
+    auto it = mrs.find(k->second);
+    return it == mrs.end() ? nullptr : &it->second;
+  }
 };
 
 struct TenantUsage {
@@ -184,11 +198,15 @@ struct TenantUsage {
   // Regions released but still held for the fabric's grace period: they count against the
   // tenant's max_reg_bytes and max_mrs until they go, so churn cannot hold more than the limits.
   uint64_t held_mrs = 0, held_bytes = 0;
+  // QP and SRQ memory (the owner's memfds, which the router reads and so pulls in): it counts
+  // against max_reg_bytes too, or 1,024 QPs of 64 MiB each are memory no limit sees.
+  uint64_t ring_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
   // QP and SRQ numbers are never issued twice, so making them is paced: a tenant makes up to
   // kQpBurst at once, then kQpRate a second (and all tenants together as QpNumbers paces them).
   static constexpr double kQpBurst = 4096, kQpRate = 1000;
   Pace qp_pace{kQpBurst, kQpRate};
+  Pace qp_share{0, 0};  // its part of the router-wide pace (QpNumbers::take)
   // Counted by data threads too.
   std::atomic<uint64_t> errors{0}, ops_moved{0}, bytes_moved{0}, throttled_ns{0};
   std::mutex tokens_mu;
@@ -233,6 +251,7 @@ class Router final : private LinkSink {
   // The descriptors that came with `m` are of the kinds its type takes (else an error why).
   std::optional<std::string> wrong_fds(const proto::Message& m, const ipc::Packet& p) const;
   Reply hello(Session& s, const proto::Message& m);
+  Reply welcome_observer(Session& s, const proto::Message& m);
   Reply alloc_pd(Session& s, const proto::Message& m);
   Reply dealloc_pd(Session& s, const proto::Message& m);
   Reply reg_mr(Session& s, const proto::Message& m, UniqueFd& theirs);
@@ -350,6 +369,7 @@ class Router final : private LinkSink {
   HostShare host_share_ = HostShare::of_this_process();  // read after vrdmad raised its limits
   // Whether the tenant of `u` may take `more` of the router's mappings and descriptors.
   bool host_allows(const TenantUsage& u, const HostCost& more, std::string* why) const;
+  bool memory_allowed(const Session& s, const TenantUsage& u, uint64_t len, const char* what, std::string* why);
   std::set<uint32_t> keys_in_use_;
   QpNumbers qp_numbers_;             // QP and SRQ numbers: never one issued before
   // A QP or SRQ number for a tenant, paced per tenant and router-wide; 0, with `err` (errno)

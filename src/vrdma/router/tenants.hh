@@ -12,7 +12,7 @@
 //   max_qps = 16           # QPs at once, and SRQs at once (absent: 1024; 0: unlimited)
 //   max_mrs = 256          # memory regions at once (absent: 4096; 0: unlimited)
 //   max_pds = 64           # protection domains at once (absent: 1024; 0: unlimited)
-//   max_reg_bytes = "4G"   # registered memory at once (absent: a quarter of the host's; 0: unlimited)
+//   max_reg_bytes = "4G"   # registered memory, QP and SRQ memory at once (absent: a quarter of the host's; 0: unlimited)
 //   path = "direct"        # same-host peers: "direct" (the default) or "router"
 //
 //   [router]               # optional: the router's own limits
