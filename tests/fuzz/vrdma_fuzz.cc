@@ -78,9 +78,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // the parse behind them are reached; one with a key stops at the MAC.
   static LinkAuth open_link, keyed_link({LinkKey32{1, 2, 3}});
   uint64_t from = size >= 16 ? data[8] : 0;  // few senders: their windows are exercised, not only made
-  if (auto body = open_link.open({data, size}, from, &why))
+  if (auto body = open_link.open({data, size}, from, proto::RouterAddress{}, &why))
     if (auto l = proto::parse_link(*body, &why)) sink = sink + touch_link(*l);
-  if (keyed_link.open({data, size}, from, &why)) std::abort();  // nobody forges a MAC by chance
+  if (keyed_link.open({data, size}, from, proto::RouterAddress{}, &why)) std::abort();  // nobody forges a MAC by chance
   if (auto l = proto::parse_link({data, size}, &why)) sink = sink + touch_link(*l);
   sink = sink + touch_qp(data, size);
   (void)sink;

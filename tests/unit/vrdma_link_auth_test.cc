@@ -20,51 +20,74 @@ LinkKey32 key(uint8_t fill) {
   return k;
 }
 
+// The routers' addresses: B is the one messages are for.
+proto::RouterAddress at(uint8_t last) {
+  proto::RouterAddress a;
+  a.ip[10] = a.ip[11] = 0xff;
+  a.ip[12] = 10;
+  a.ip[15] = last;
+  a.port = 7480;
+  return a;
+}
+const proto::RouterAddress kB = at(2), kC = at(3);
+
 std::vector<uint8_t> message(const char* text) { return std::vector<uint8_t>(text, text + std::strlen(text)); }
 
 TEST(VrdmaLinkAuth, ASealedMessageOpensOnceAndWhole) {
   LinkAuth a({key(1)}), b({key(1)});
   auto m = message("connect QP 5 to QP 7");
-  a.seal(m);
+  a.seal(m, kB);
   std::string why;
-  auto opened = b.open(m, 42, &why);
+  auto opened = b.open(m, 42, kB, &why);
   ASSERT_TRUE(opened) << why;
   EXPECT_EQ(std::string(opened->begin(), opened->end()), "connect QP 5 to QP 7");
-  EXPECT_FALSE(b.open(m, 42, &why));  // the same message again: a replay
+  EXPECT_FALSE(b.open(m, 42, kB, &why));  // the same message again: a replay
   EXPECT_NE(why.find("replay"), std::string::npos) << why;
+}
+
+// Each router keeps a window of numbers per sender, so a message from A to B, overheard and
+// replayed to C, was new to C's window for A: the recipient's address is under the MAC.
+TEST(VrdmaLinkAuth, AMessageOpensOnlyAtTheRouterItWasFor) {
+  LinkAuth a({key(1)}), b({key(1)}), c({key(1)});
+  auto to_b = message("op: WRITE 64 B");
+  a.seal(to_b, kB);
+  std::string why;
+  EXPECT_FALSE(c.open(to_b, 42, kC, &why));
+  EXPECT_NE(why.find("meant for another router"), std::string::npos) << why;
+  EXPECT_TRUE(b.open(to_b, 42, kB, &why)) << why;
 }
 
 TEST(VrdmaLinkAuth, AnyChangedByteOrAnotherKeyIsRefused) {
   LinkAuth a({key(1)});
   auto m = message("op: WRITE 64 B");
-  a.seal(m);
+  a.seal(m, kB);
   for (size_t i = 0; i < m.size(); ++i) {
     auto bad = m;
     bad[i] ^= 0x20;
     LinkAuth b({key(1)});
     std::string why;
-    EXPECT_FALSE(b.open(bad, 42, &why)) << "byte " << i;
+    EXPECT_FALSE(b.open(bad, 42, kB, &why)) << "byte " << i;
   }
   LinkAuth stranger({key(2)});
   std::string why;
-  EXPECT_FALSE(stranger.open(m, 42, &why));
+  EXPECT_FALSE(stranger.open(m, 42, kB, &why));
   EXPECT_NE(why.find("MAC"), std::string::npos) << why;
   LinkAuth unkeyed;  // --insecure-link takes what a keyed router sends, and the reverse is refused
   auto plain = message("hello");
-  unkeyed.seal(plain);
-  EXPECT_TRUE(LinkAuth().open(m, 42, &why));
-  EXPECT_FALSE(LinkAuth({key(1)}).open(plain, 42, &why));
+  unkeyed.seal(plain, kB);
+  EXPECT_TRUE(LinkAuth().open(m, 42, kB, &why));
+  EXPECT_FALSE(LinkAuth({key(1)}).open(plain, 42, kB, &why));
 }
 
 TEST(VrdmaLinkAuth, ASecondKeyVerifiesDuringARotation) {
   LinkAuth old_only({key(1)}), new_first({key(2), key(1)}), both({key(1), key(2)});
   auto from_old = message("a"), from_new = message("b");
-  old_only.seal(from_old);
-  new_first.seal(from_new);
+  old_only.seal(from_old, kB);
+  new_first.seal(from_new, kB);
   std::string why;
-  EXPECT_TRUE(both.open(from_old, 1, &why)) << why;
-  EXPECT_TRUE(both.open(from_new, 2, &why)) << why;
-  EXPECT_FALSE(old_only.open(from_new, 2, &why));
+  EXPECT_TRUE(both.open(from_old, 1, kB, &why)) << why;
+  EXPECT_TRUE(both.open(from_new, 2, kB, &why)) << why;
+  EXPECT_FALSE(old_only.open(from_new, 2, kB, &why));
 }
 
 TEST(VrdmaLinkAuth, MessagesMayArriveOutOfOrderWithinTheWindowButNeverTwice) {
@@ -72,32 +95,32 @@ TEST(VrdmaLinkAuth, MessagesMayArriveOutOfOrderWithinTheWindowButNeverTwice) {
   std::vector<std::vector<uint8_t>> sent;
   for (int i = 0; i < 100; ++i) {
     sent.push_back(message("m"));
-    a.seal(sent.back());
+    a.seal(sent.back(), kB);
   }
   std::string why;
-  EXPECT_TRUE(b.open(sent[99], 7, &why)) << why;
-  EXPECT_TRUE(b.open(sent[50], 7, &why)) << why;  // 49 behind: inside the window
-  EXPECT_FALSE(b.open(sent[50], 7, &why));
-  EXPECT_FALSE(b.open(sent[10], 7, &why));  // 89 behind: older than the window
-  EXPECT_TRUE(b.open(sent[10], 8, &why)) << why;  // each sender has its own numbers
+  EXPECT_TRUE(b.open(sent[99], 7, kB, &why)) << why;
+  EXPECT_TRUE(b.open(sent[50], 7, kB, &why)) << why;  // 49 behind: inside the window
+  EXPECT_FALSE(b.open(sent[50], 7, kB, &why));
+  EXPECT_FALSE(b.open(sent[10], 7, kB, &why));  // 89 behind: older than the window
+  EXPECT_TRUE(b.open(sent[10], 8, kB, &why)) << why;  // each sender has its own numbers
 }
 
 TEST(VrdmaLinkAuth, AMessageSentLongAgoIsRefused) {
   // A replay older than the skew bound is refused even where the window has forgotten its sender.
   LinkAuth a({key(4)}), b({key(4)});
   auto late = message("late"), recent = message("recent");
-  a.seal(late, LinkAuth::wall_ns() - 60'000'000'000);
-  a.seal(recent, LinkAuth::wall_ns() - 20'000'000'000);
+  a.seal(late, kB, LinkAuth::wall_ns() - 60'000'000'000);
+  a.seal(recent, kB, LinkAuth::wall_ns() - 20'000'000'000);
   std::string why;
-  EXPECT_FALSE(b.open(late, 9, &why));
+  EXPECT_FALSE(b.open(late, 9, kB, &why));
   EXPECT_NE(why.find("replay, or clocks"), std::string::npos) << why;
-  EXPECT_TRUE(b.open(recent, 9, &why)) << why;
+  EXPECT_TRUE(b.open(recent, 9, kB, &why)) << why;
   // Any time a sender writes is compared without overflow (the fuzzer found the subtraction).
   auto far = message("far"), before = message("before");
-  a.seal(far, INT64_MIN);
-  a.seal(before, INT64_MAX);
-  EXPECT_FALSE(b.open(far, 9, &why));
-  EXPECT_FALSE(b.open(before, 9, &why));
+  a.seal(far, kB, INT64_MIN);
+  a.seal(before, kB, INT64_MAX);
+  EXPECT_FALSE(b.open(far, 9, kB, &why));
+  EXPECT_FALSE(b.open(before, 9, kB, &why));
 }
 
 TEST(VrdmaLinkAuth, KeyFilesAreCheckedAndNamedInErrors) {

@@ -14,9 +14,14 @@
 namespace rb::vrdma {
 namespace {
 
-void mac_of(const LinkKey32& key, std::span<const uint8_t> covered, uint8_t out[32]) {
+// The MAC of `covered` for the router at `to`: the recipient's address is covered without being
+// sent, so the message verifies only where it was meant to go.
+void mac_of(const LinkKey32& key, std::span<const uint8_t> covered, const proto::RouterAddress& to, uint8_t out[32]) {
+  std::vector<uint8_t> all(covered.begin(), covered.end());
+  const auto* t = reinterpret_cast<const uint8_t*>(&to);
+  all.insert(all.end(), t, t + sizeof to);
   unsigned len = 32;
-  HMAC(EVP_sha256(), key.data(), int(key.size()), covered.data(), covered.size(), out, &len);
+  HMAC(EVP_sha256(), key.data(), int(key.size()), all.data(), all.size(), out, &len);
 }
 
 std::optional<LinkKey32> parse_hex_key(const std::string& line) {
@@ -65,9 +70,9 @@ int64_t LinkAuth::wall_ns() {
       .count();
 }
 
-void LinkAuth::seal(std::vector<uint8_t>& message) { seal(message, wall_ns()); }
+void LinkAuth::seal(std::vector<uint8_t>& message, const proto::RouterAddress& to) { seal(message, to, wall_ns()); }
 
-void LinkAuth::seal(std::vector<uint8_t>& message, int64_t sent_ns) {
+void LinkAuth::seal(std::vector<uint8_t>& message, const proto::RouterAddress& to, int64_t sent_ns) {
   LinkTrailer t;
   t.seq = next_seq_++;
   t.sent_ns = sent_ns;
@@ -76,7 +81,7 @@ void LinkAuth::seal(std::vector<uint8_t>& message, int64_t sent_ns) {
   std::memcpy(message.data() + at, &t, sizeof t);
   if (keys_.empty()) return;
   uint8_t mac[32];
-  mac_of(keys_.front(), {message.data(), message.size() - sizeof t.mac}, mac);
+  mac_of(keys_.front(), {message.data(), message.size() - sizeof t.mac}, to, mac);
   std::memcpy(message.data() + message.size() - sizeof t.mac, mac, sizeof mac);
 }
 
@@ -95,7 +100,7 @@ bool LinkAuth::fresh(Window& w, uint64_t seq) {
 }
 
 std::optional<std::span<const uint8_t>> LinkAuth::open(std::span<const uint8_t> packet, uint64_t from_router,
-                                                       std::string* why) {
+                                                       const proto::RouterAddress& self, std::string* why) {
   LinkTrailer t;
   if (packet.size() < sizeof t) {
     *why = fmt::format("a link message of {} B has no trailer", packet.size());
@@ -106,11 +111,12 @@ std::optional<std::span<const uint8_t>> LinkAuth::open(std::span<const uint8_t> 
     bool ok = false;
     uint8_t mac[32];
     for (const LinkKey32& k : keys_) {
-      mac_of(k, packet.first(packet.size() - sizeof t.mac), mac);
+      mac_of(k, packet.first(packet.size() - sizeof t.mac), self, mac);
       ok = ok || CRYPTO_memcmp(mac, t.mac, sizeof mac) == 0;
     }
     if (!ok) {
-      *why = "its MAC does not verify under the cluster's key (a stranger, or another cluster's key)";
+      *why = "its MAC does not verify under the cluster's key for this router (a stranger, another cluster's key, or "
+             "a message meant for another router)";
       return std::nullopt;
     }
   }

@@ -1,11 +1,14 @@
 #pragma once
 // Who may speak on the link between routers. With --listen a router is reachable by any host
 // that reaches its port, so every link message carries a trailer: the sender's message number,
-// the time it was sent, and an HMAC-SHA256 over the message and both, under the cluster's key.
+// the time it was sent, and an HMAC-SHA256 over the message, both, and the address of the router
+// it is for, under the cluster's key.
 // A router takes a message only when the MAC verifies under one of its keys, the time is within
 // kLinkSkewNs of its own clock, and the number is new for that sender (a window of 64 behind the
-// highest seen): a stranger can neither join, nor speak for another router (the sender's id and
-// address are inside what the MAC covers), nor replay what it overheard.
+// highest seen) and the router is the one it was for: a stranger can neither join, nor speak for
+// another router (the sender's id and address are inside what the MAC covers), nor replay what it
+// overheard, to its router or to another (a message from A to B, replayed to C, was once new to
+// C's window for A).
 //
 // The key file holds one key a line, 64 hex digits (32 bytes), as `vrdmactl link-key` prints
 // one; the first line signs, every line verifies, so a key is rotated without a flag day: add
@@ -29,7 +32,7 @@ using LinkKey32 = std::array<uint8_t, 32>;
 struct LinkTrailer {
   uint64_t seq = 0;      // the sender's message number, from 1, never repeated in its run
   int64_t sent_ns = 0;   // CLOCK_REALTIME at the sender
-  uint8_t mac[32] = {};  // HMAC-SHA256(key, message || seq || sent_ns)
+  uint8_t mac[32] = {};  // HMAC-SHA256(key, message || seq || sent_ns || the recipient's address)
 };
 static_assert(sizeof(LinkTrailer) == 48);
 
@@ -48,14 +51,16 @@ class LinkAuth {
   bool authenticated() const { return !keys_.empty(); }
   void set_keys(std::vector<LinkKey32> keys) { keys_ = std::move(keys); }
 
-  // Appends the trailer to `message`, stamped now (or at `sent_ns`, CLOCK_REALTIME).
-  void seal(std::vector<uint8_t>& message);
-  void seal(std::vector<uint8_t>& message, int64_t sent_ns);
+  // Appends the trailer to `message` for the router at `to`, stamped now (or at `sent_ns`,
+  // CLOCK_REALTIME).
+  void seal(std::vector<uint8_t>& message, const proto::RouterAddress& to);
+  void seal(std::vector<uint8_t>& message, const proto::RouterAddress& to, int64_t sent_ns);
   static int64_t wall_ns();
-  // The message without its trailer when it may be taken from router `from_router` (its id, as
-  // the header says: covered by the MAC); nullopt and the reason otherwise.
+  // The message without its trailer when the router at `self` may take it from router
+  // `from_router` (its id, as the header says: covered by the MAC); nullopt and the reason
+  // otherwise.
   std::optional<std::span<const uint8_t>> open(std::span<const uint8_t> packet, uint64_t from_router,
-                                               std::string* why);
+                                               const proto::RouterAddress& self, std::string* why);
   static constexpr size_t kMaxSenders = 4096;
 
  private:

@@ -33,7 +33,7 @@ bool Router::link_send(const proto::RouterAddress& to, LinkType t, uint64_t req,
   h.req = req;
   std::vector<uint8_t> bytes;
   proto::encode_link(bytes, h, t, body, tail);
-  auth_.seal(bytes);
+  auth_.seal(bytes, to);
   Status st = fabric_->send(to, bytes, *this);
   if (!st) {
     log(fmt::format("router {}: {}", proto::to_string(to), st.message()));
@@ -90,7 +90,7 @@ void Router::on_message(std::span<const uint8_t> bytes) {
   proto::LinkHeader claimed;
   if (bytes.size() < sizeof claimed) return log_limited("link short", "link: a message shorter than a header; dropped");
   std::memcpy(&claimed, bytes.data(), sizeof claimed);
-  auto opened = auth_.open(bytes, claimed.from_router, &why);
+  auto opened = auth_.open(bytes, claimed.from_router, opts_.listen, &why);
   if (!opened)
     return log_limited("link auth", fmt::format("link: refused a message claiming to be from router {}: {}",
                                                 proto::to_string(claimed.from), why));
