@@ -79,16 +79,15 @@ Status apply_warmup(const FlagInfo& f, const FlagValue& v, Command& c) {
   }
   if (w.empty() || !std::isdigit(uint8_t(w[0])))
     return bad_value(f.name, w, "give iterations (1000) or seconds (2s, 0.5s)", "1000");
-  auto n = to_unsigned(f.name, w, kMaxCount, "1000");
+  auto n = to_unsigned(f.name, w, 0, kMaxCount, "1000");
   if (!n) return n.status();
   c.spec.warmup_iters = *n;
   return {};
 }
 
 Status apply_iters(const FlagInfo& f, const FlagValue& v, Command& c) {
-  auto n = to_unsigned(f.name, v.text(), kMaxCount, "2000");
+  auto n = to_unsigned(f.name, v.text(), 1, kMaxCount, "2000");
   if (!n) return n.status();
-  if (*n == 0) return bad_value(f.name, v.text(), "must be at least 1", "2000");
   c.spec.iters = *n;
   return {};
 }

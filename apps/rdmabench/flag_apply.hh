@@ -21,10 +21,11 @@ Part& part_of(Command& c) {
   else return c;
 }
 
+// A whole number from lo to hi (the flag's range, said in its error).
 template <class T, class Part>
-ApplyFlag whole(T Part::*field, std::string example) {
-  return [field, example](const FlagInfo& f, const FlagValue& v, Command& c) -> Status {
-    auto n = to_whole<T>(f.name, v.text(), example);
+ApplyFlag whole(T Part::*field, std::string example, T lo, T hi) {
+  return [field, example, lo, hi](const FlagInfo& f, const FlagValue& v, Command& c) -> Status {
+    auto n = to_whole<T>(f.name, v.text(), example, lo, hi);
     if (!n) return n.status();
     part_of<Part>(c).*field = *n;
     return {};

@@ -23,24 +23,25 @@ Status bad_value(const std::string& flag, const std::string& text, const std::st
   return {Errc::invalid_argument, fmt::format("--{} '{}': {}, e.g. --{} {}", flag, text, rule, flag, example)};
 }
 
+// Anything but a whole number in the flag's range (an overflow of the type included) gets the
+// flag's own range in its message.
 Result<int64_t> to_signed(const std::string& flag, const std::string& text, int64_t min, int64_t max, const std::string& example) {
   char* end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || *end) return bad_value(flag, text, "must be a whole number", example);
-  if (errno == ERANGE || v < min || v > max)
+  if (text.empty() || *end || errno == ERANGE || v < min || v > max)
     return bad_value(flag, text, fmt::format("must be a whole number from {} to {}", min, max), example);
   return int64_t(v);
 }
 
-Result<uint64_t> to_unsigned(const std::string& flag, const std::string& text, uint64_t max, const std::string& example) {
+Result<uint64_t> to_unsigned(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
+                             const std::string& example) {
   // strtoull takes "-5" as 2^64-5; a negative count is a mistake, not a huge count.
-  if (first_char(text) == '-') return bad_value(flag, text, "must be a whole number, not negative", example);
   char* end = nullptr;
   errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 0);
-  if (text.empty() || *end) return bad_value(flag, text, "must be a whole number", example);
-  if (errno == ERANGE || v > max) return bad_value(flag, text, fmt::format("must be a whole number up to {}", max), example);
+  unsigned long long v = first_char(text) == '-' ? 0 : std::strtoull(text.c_str(), &end, 0);
+  if (first_char(text) == '-' || text.empty() || *end || errno == ERANGE || v < min || v > max)
+    return bad_value(flag, text, fmt::format("must be a whole number from {} to {}", min, max), example);
   return uint64_t(v);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // A flag's value text -> a number, with the flag's own one-line error: the flag, the value, the
-// rule and an example to copy ("--threads 'x': must be a whole number, e.g. --threads 4").
+// rule and an example to copy ("--threads 'x': must be a whole number from 1 to 256, e.g. --threads 4").
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -12,19 +12,21 @@ namespace rb::app {
 // "--{flag} '{text}': {rule}, e.g. --{flag} {example}"
 Status bad_value(const std::string& flag, const std::string& text, const std::string& rule, const std::string& example);
 
-// Whole numbers as CLI11 took them (strtoll base 0: 4, 0x10), no sign for an unsigned flag.
+// Whole numbers as CLI11 took them (strtoll base 0: 4, 0x10), no sign for an unsigned flag. A
+// value out of [min, max], however far out (past the type's own range too), is told the range.
 Result<int64_t> to_signed(const std::string& flag, const std::string& text, int64_t min, int64_t max, const std::string& example);
-Result<uint64_t> to_unsigned(const std::string& flag, const std::string& text, uint64_t max, const std::string& example);
+Result<uint64_t> to_unsigned(const std::string& flag, const std::string& text, uint64_t min, uint64_t max,
+                             const std::string& example);
 
+// The flag's range [lo, hi] within T's.
 template <class T>
-Result<T> to_whole(const std::string& flag, const std::string& text, const std::string& example) {
-  using L = std::numeric_limits<T>;
-  if constexpr (L::is_signed) {
-    auto v = to_signed(flag, text, L::min(), L::max(), example);
+Result<T> to_whole(const std::string& flag, const std::string& text, const std::string& example, T lo, T hi) {
+  if constexpr (std::numeric_limits<T>::is_signed) {
+    auto v = to_signed(flag, text, lo, hi, example);
     if (!v) return v.status();
     return T(*v);
   } else {
-    auto v = to_unsigned(flag, text, L::max(), example);
+    auto v = to_unsigned(flag, text, lo, hi, example);
     if (!v) return v.status();
     return T(*v);
   }

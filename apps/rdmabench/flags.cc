@@ -1,6 +1,7 @@
 #include "flags.hh"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -87,6 +88,7 @@ class TableBuilder {
 using model::RunSpec;
 using Server = engine::ServerOptions;
 using Output = report::OutputPaths;
+constexpr uint32_t kMaxU32 = std::numeric_limits<uint32_t>::max();
 template <class T>
 std::string shown(T v) { return fmt::format("{}", v); }
 
@@ -103,7 +105,7 @@ void role_flags(TableBuilder& t) {
   t.switch_("--version", "print the version");
   t.switch_("-h,--help", "Print this help message and exit");  // CLI11's own; listed so a job can reject it
   t.group("");
-  t.value("--ready-fd", "INT", "internal: write the listening port to this fd", whole(&Server::ready_fd, "3"));
+  t.value("--ready-fd", "INT", "internal: write the listening port to this fd", whole(&Server::ready_fd, "3", 0, std::numeric_limits<int>::max()));
 }
 
 void transport_flags(TableBuilder& t) {
@@ -129,31 +131,31 @@ void run_flags(TableBuilder& t) {
   t.value("-D,--duration,--life", "FLOAT", "seconds per measurement instead of --iters (0.001 to 86400)", apply_duration);
   t.value("--warmup", "TEXT", "warm-up per thread, never counted: iterations (1000) or seconds (2s); "
                               "default iters/10 (min 16), or duration/10 (max 1s)", apply_warmup);
-  t.value("--threads", "INT", "client threads, each with its own endpoint, CQ and buffers", whole(&RunSpec::threads, "4"))
+  t.value("--threads", "INT", "client threads, each with its own endpoint, CQ and buffers", whole(&RunSpec::threads, "4", 1, model::kMaxThreads))
       .default_text = shown(d.threads);
   t.value("--cpus", "TEXT", "pin this side's threads: 0,1 or 0-3 (thread i -> i-th CPU)",
           cpus(+[](Command& c) -> std::vector<int>& { return c.spec.cpus; }));
   t.value("--server-cpus", "TEXT", "--loopback: pin the server child's threads",
           cpus(+[](Command& c) -> std::vector<int>& { return c.server_cpus; }));
   t.value("-b,--batch,--batch-size", "UINT", "ops posted per doorbell (FI_MORE on all but the last)",
-          whole(&RunSpec::batch, "8")).default_text = shown(d.batch);
-  t.value("-d,--depth", "UINT", "ops outstanding per endpoint in bw mode", whole(&RunSpec::depth, "64")).default_text =
+          whole(&RunSpec::batch, "8", 1u, kMaxU32)).default_text = shown(d.batch);
+  t.value("-d,--depth", "UINT", "ops outstanding per endpoint in bw mode", whole(&RunSpec::depth, "64", 1u, kMaxU32)).default_text =
       shown(d.depth);
   t.value("--rails", "INT", "endpoints per thread on separate paths, ops striped over them; figures per rail",
-          whole(&RunSpec::rails, "2")).default_text = shown(d.rails);
-  t.value("--qps", "INT", "endpoints per rail (each with its own queue and --depth)", whole(&RunSpec::qps, "2"))
+          whole(&RunSpec::rails, "2", 1, model::kMaxRails)).default_text = shown(d.rails);
+  t.value("--qps", "INT", "endpoints per rail (each with its own queue and --depth)", whole(&RunSpec::qps, "2", 1, model::kMaxQps))
       .default_text = shown(d.qps);
   t.switch_("--lazy", "post only from the completion loop, in bursts (lazy posting)", switch_on(&RunSpec::lazy));
   t.switch_("--bidir", "bw write/read: the server streams the same op back at the same time; "
                        "each direction and the sum are reported", switch_on(&RunSpec::bidir));
-  t.value("--signal", "UINT", "request one completion every N ops", whole(&RunSpec::signal, "16")).default_text =
+  t.value("--signal", "UINT", "request one completion every N ops", whole(&RunSpec::signal, "16", 1u, kMaxU32)).default_text =
       shown(d.signal);
-  t.value("--repeat", "INT", "run every measurement N times (1..1000); the table shows mean±stdev, and min/max over all", whole(&RunSpec::repeat, "3"))
+  t.value("--repeat", "INT", "run every measurement N times (1..1000); the table shows mean±stdev, and min/max over all", whole(&RunSpec::repeat, "3", 1, model::kMaxRepeat))
       .default_text = shown(d.repeat);
   t.value("--timeout", "FLOAT", "seconds without progress before a run fails (0.001 to 86400); a server drops "
                                 "a connection silent this long before its hello", seconds(&RunSpec::timeout_s, "30"))
       .default_text = shown(d.timeout_s);
-  t.value("--seed", "UINT", "seed of random targets and data patterns", whole(&RunSpec::seed, "42"));
+  t.value("--seed", "UINT", "seed of random targets and data patterns", whole(&RunSpec::seed, "42", uint64_t(0), std::numeric_limits<uint64_t>::max()));
   t.switch_("-e,--event", "sleep on the completion queue's wait object instead of busy-polling, both sides "
                           "(perftest -e); not for write latency: use --op write-imm", switch_on(&RunSpec::event));
   t.switch_("--no-inject", "latency runs: never send small payloads inline (FI_INJECT)", apply_no_inject);

@@ -12,7 +12,7 @@ from .compare import render_compare
 from .errors import ReportError
 from .fmt import TABLE_FORMATS
 from .heatmap import heatmaps
-from .load import load_files
+from .load import load_files, load_host_verdicts
 from .metrics import METRIC_NAMES, canonical_metric
 from .plot import plot_all
 from .readme import write_readme
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> None:
         for note in notes:
             _note(note)
     elif args.command == "heatmap":
-        for path in heatmaps(load_files(args.files), args.out_dir):
+        for path in heatmaps(load_files(args.files), args.out_dir, load_host_verdicts(args.files)):
             print(path)
     elif args.command == "summary":
         print(render_summary(summarize(load_files(args.files)), args.format))

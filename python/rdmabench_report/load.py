@@ -11,6 +11,9 @@ from .errors import ReportError
 
 SUPPORTED_SCHEMA = 1
 REQUIRED_FIELDS = ("op", "mode", "size", "results")
+# The per-host verdict lines a cluster run appends after its pairs' records (docs/output-format.md):
+# not measurements, so the measurement readers leave them to load_host_verdicts.
+HOST_VERDICT = "cluster_host"
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class Record:
         return (self.data.get("histogram") or {}).get("bins") or []
 
 
-def _parse_line(path: str, number: int, text: str) -> Record:
+def _json_object(path: str, number: int, text: str) -> dict:
     try:
         data = json.loads(text.strip())
     except json.JSONDecodeError as err:
@@ -70,6 +73,11 @@ def _parse_line(path: str, number: int, text: str) -> Record:
     if not isinstance(data, dict):
         raise ReportError(f"{path}:{number}: expected a JSON object, got {type(data).__name__}; "
                           "each line must be one rdmabench --json record")
+    return data
+
+
+def _parse_line(path: str, number: int, text: str) -> Record:
+    data = _json_object(path, number, text)
     schema = data.get("schema", SUPPORTED_SCHEMA)
     if schema != SUPPORTED_SCHEMA:
         raise ReportError(f"{path}:{number}: schema {schema!r} is not supported (this tool reads "
@@ -102,11 +110,24 @@ def load_file(path: str) -> List[Record]:
     except UnicodeDecodeError:
         raise ReportError(f"{path}: not a UTF-8 text file; pass the .jsonl file "
                           "rdmabench wrote with --json") from None
-    records = [_parse_line(path, number, text)
-               for number, text in enumerate(lines, start=1) if text.strip()]
+    records = [_parse_line(path, number, text) for number, text in enumerate(lines, start=1)
+               if text.strip() and _json_object(path, number, text).get("kind") != HOST_VERDICT]
     if not records:
         raise ReportError(f"{path}: holds no records; run rdmabench with --json {path} first")
     return records
+
+
+def load_host_verdicts(paths: Iterable[str]) -> List[dict]:
+    """The per-host verdict lines of cluster runs (kind "cluster_host"), in file and line order."""
+    verdicts: List[dict] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for number, text in enumerate(handle, start=1):
+                if text.strip():
+                    data = _json_object(path, number, text)
+                    if data.get("kind") == HOST_VERDICT:
+                        verdicts.append(data)
+    return verdicts
 
 
 def load_files(paths: Iterable[str]) -> List[Record]:

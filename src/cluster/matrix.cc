@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/bytes.hh"
 
@@ -65,6 +66,38 @@ void print_outliers(std::FILE* out, const Outcome& o, const Group& g, const Thre
                figure(c->value), g.is_bw ? "Gb/s" : "us", g.median > 0 ? c->value / g.median : 0.0);
 }
 
+std::string side_text(const HostSide& s, const char* what) {
+  if (!s.judged) return fmt::format("{} -", what);
+  std::string text = fmt::format("{} {:.2f} x", what, s.ratio);
+  if (s.repeats_judged > 1)
+    text += fmt::format(" ({:.2f}-{:.2f} over {} repeats)", std::min(s.worst_repeat_ratio, s.best_repeat_ratio),
+                        std::max(s.worst_repeat_ratio, s.best_repeat_ratio), s.repeats_judged);
+  return s.slow ? text + " SLOW" : text;
+}
+
+// Each host's pairs against the pairs without it, and the verdict: the hosts named slow.
+void print_hosts(std::FILE* out, const Outcome& o, const Group& g, const Thresholds& t) {
+  if (o.names.size() < 3) {
+    fmt::print(out, "hosts: judged from 3 hosts up (a host's pairs against the pairs without it)\n");
+    return;
+  }
+  fmt::print(out, "hosts (each one's pairs against the pairs without it; slow {} {} x in every repeat):\n",
+             g.is_bw ? "below" : "above", g.is_bw ? t.outlier_bw : t.outlier_lat);
+  std::vector<std::string> named;
+  for (const auto& v : g.hosts) {
+    fmt::print(out, "  host {} {}: {}, {}\n", v.host, o.names[size_t(v.host)], side_text(v.sends, "sends"),
+               side_text(v.receives, "receives"));
+    if (!v.named()) continue;
+    std::vector<std::string> how;
+    if (v.sends.slow) how.push_back(fmt::format("sends at {:.2f} x", v.sends.ratio));
+    if (v.receives.slow) how.push_back(fmt::format("receives at {:.2f} x", v.receives.ratio));
+    named.push_back(fmt::format("host {} ({}) {} the pairs without it", v.host, o.names[size_t(v.host)],
+                                fmt::join(how, " and ")));
+  }
+  if (named.empty()) fmt::print(out, "slow hosts: none\n");
+  for (const auto& n : named) fmt::print(out, "slow host: {}\n", n);
+}
+
 }  // namespace
 
 void print_report(std::FILE* out, const Outcome& o, const std::vector<Group>& groups, const Thresholds& t, bool color) {
@@ -81,6 +114,7 @@ void print_report(std::FILE* out, const Outcome& o, const std::vector<Group>& gr
                    ? (g.is_bw ? "; ! misses --expect-bw" : "; ! misses --expect-lat") : "");
     if (g.is_bw) print_aggregate(out, g);
     print_outliers(out, o, g, t);
+    print_hosts(out, o, g, t);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The terminal view of a cluster run: per op x mode x size, a hosts-by-hosts matrix (row: the
 // source, column: the destination) with the outliers marked against the median pair, the
-// aggregate, and the outlier list.
+// aggregate, the outlier list, and each host's verdict (cluster/host_verdict.hh).
 #include <cstdio>
 #include <vector>
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/host_verdict.hh"
 #include "core/bytes.hh"
 
 namespace rb::cluster {
@@ -63,6 +64,7 @@ Result<Record> record_of(const std::string& json_line, double line_gbps) {
     r.mops = res.at("mops").get<double>();
     r.p50_us = res.at("lat_us").at("p50").get<double>();
     r.partial = res.at("partial").get<bool>();
+    r.repeat = r.line.value("repeat", 0);
   } catch (const std::exception& e) {
     return Status(Errc::io, fmt::format("control protocol error: a pair's record is not a result line ({})", e.what()));
   }
@@ -122,6 +124,7 @@ std::vector<Group> evaluate(const Outcome& o, const Thresholds& t) {
         c.miss = fmt::format("p50 {:.2f} us > {:g} us", c.value, *t.expect_lat_us);
     }
     for (const auto& [round, sum] : per_round) g.round_gbps.push_back(sum);
+    g.hosts = judge_hosts(g, o.records, int(o.names.size()), t);
     groups.push_back(std::move(g));
   }
   return groups;

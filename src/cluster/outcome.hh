@@ -14,6 +14,7 @@ namespace rb::cluster {
 
 struct Record {  // one phase of one pair, as its source measured it
   int round = 0, src = 0, dst = 0;
+  int repeat = 0;  // which of --repeat's measurements
   std::string op, mode;
   uint64_t size = 0;
   double gbps = 0, mops = 0, p50_us = 0, line_gbps = 0;
@@ -61,6 +62,23 @@ struct Cell {
   std::string miss;  // why it misses the acceptance threshold; empty when it meets it (or none set)
 };
 
+// A host's pairs on one side (as the source, or as the destination) against the pairs it takes
+// no part in (cluster/host_verdict.hh).
+struct HostSide {
+  bool judged = false;       // there were pairs with it and pairs without it
+  double ratio = 0;          // median of its pairs / median of the pairs without it
+  double median = 0, others_median = 0;
+  int repeats_judged = 0, repeats_slow = 0;
+  double worst_repeat_ratio = 0, best_repeat_ratio = 0;  // the spread of `ratio` over the repeats
+  bool slow = false;         // slow overall and in every repeat judged
+};
+
+struct HostVerdict {
+  int host = 0;
+  HostSide sends, receives;
+  bool named() const { return sends.slow || receives.slow; }
+};
+
 struct Group {  // one op x mode x size: a matrix
   std::string op, mode;
   uint64_t size = 0;
@@ -68,6 +86,7 @@ struct Group {  // one op x mode x size: a matrix
   double median = 0;
   std::vector<Cell> cells;
   std::vector<double> round_gbps;  // bw: the sum over each round's pairs (the aggregate)
+  std::vector<HostVerdict> hosts;  // per host, its pairs against the others' (3 hosts and up)
 };
 
 std::vector<Group> evaluate(const Outcome& o, const Thresholds& t);

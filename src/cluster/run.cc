@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bootstrap/hub.hh"
+#include "cluster/host_verdict.hh"
 #include "cluster/matrix.hh"
 #include "cluster/launched_ranks.hh"
 #include "cluster/tcp_hosts.hh"
@@ -30,9 +31,10 @@ class JsonFile {
   ~JsonFile() {
     if (f_) std::fclose(f_);
   }
-  Status write(const Record& r) {
+  Status write(const Record& r) { return write(r.line); }
+  Status write(const nlohmann::json& line) {
     if (!f_) return {};
-    std::string text = r.line.dump() + "\n";
+    std::string text = line.dump() + "\n";
     if (std::fwrite(text.data(), 1, text.size(), f_) != text.size() || std::fflush(f_) != 0)
       return {Errc::io, "--json: writing a record failed"};
     return {};
@@ -47,6 +49,10 @@ int coordinate_and_report(Hosts& hosts, const ClusterJob& job, JsonFile& json, c
   Status ended;
   Outcome o = coordinate(hosts, job.spec, job.cluster.pattern, [&](const Record& r) { return json.write(r); }, stop, ended);
   auto groups = evaluate(o, job.cluster.thresholds);
+  for (const auto& g : groups)  // after the pairs' records: each host's verdict, a line each
+    for (const auto& v : g.hosts)
+      if (Status s = json.write(host_record(g, v, o.names[size_t(v.host)], job.cluster.thresholds)); !s)
+        fmt::print(stderr, "rdmabench: error: {}\n", s.message());
   // A launcher hands ranks a terminal of its own even when its output goes to a file: no colour there.
   bool color = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !bootstrap::launched_by_mpi();
   print_report(stdout, o, groups, job.cluster.thresholds, color);

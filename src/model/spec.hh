@@ -65,6 +65,9 @@ struct Addressing {
   uint64_t recv_mr = 0;       // >0: the server's receive buffer per endpoint, cycled through (SEND)
 };
 
+// The counts a run may ask for: flags, job files and the check of a spec say the same ranges.
+inline constexpr int kMaxThreads = 256, kMaxRails = 16, kMaxQps = 64, kMaxRepeat = 1000;
+
 // A run: the transport it uses (and the NICs), what it measures, and where ops land. The derived
 // figures below are the one place where the parts meet.
 struct RunSpec : Workload, Addressing {

@@ -9,7 +9,6 @@ namespace rb::model {
 namespace {
 
 // Each repeat's result is kept in memory for the mean and stdev; a thousand is past any useful spread.
-constexpr int kMaxRepeat = 1000;
 
 Status bad(std::string msg) { return {Errc::invalid_argument, std::move(msg)}; }
 SpecProblem broken(std::initializer_list<const char*> flags, std::string msg) {
@@ -42,9 +41,8 @@ SpecProblem counts_problem(const RunSpec& s) {
   if (s.ops.empty()) return broken({"op"}, "--op: give at least one of write, read, send, write-imm, send-imm, fadd, cswap");
   if (s.modes.empty()) return broken({"mode"}, "--mode: give bw, lat or bw,lat");
   if (s.sizes.empty()) return broken({"size"}, "--size: give at least one size, e.g. --size 64,4K");
-  if (s.threads < 1 || s.threads > 256)
-    return broken({"threads"},
-                  fmt::format("--threads {}: must be 1..256", s.threads));
+  if (s.threads < 1 || s.threads > kMaxThreads)
+    return broken({"threads"}, fmt::format("--threads {}: must be 1..{}", s.threads, kMaxThreads));
   if (s.batch < 1) return broken({"batch"}, "--batch 0: must be at least 1");
   if (s.depth < 1) return broken({"depth"}, "--depth 0: must be at least 1");
   if (s.depth < s.batch)
@@ -54,8 +52,8 @@ SpecProblem counts_problem(const RunSpec& s) {
   if (s.signal < 1 || s.signal > s.depth)
     return broken({"signal", "depth"},
                   fmt::format("--signal {}: must be 1..depth ({}); one completion is requested every N ops", s.signal, s.depth));
-  if (s.rails < 1 || s.rails > 16) return broken({"rails"}, fmt::format("--rails {}: must be 1..16", s.rails));
-  if (s.qps < 1 || s.qps > 64) return broken({"qps"}, fmt::format("--qps {}: must be 1..64", s.qps));
+  if (s.rails < 1 || s.rails > kMaxRails) return broken({"rails"}, fmt::format("--rails {}: must be 1..{}", s.rails, kMaxRails));
+  if (s.qps < 1 || s.qps > kMaxQps) return broken({"qps"}, fmt::format("--qps {}: must be 1..{}", s.qps, kMaxQps));
   if (!s.domains.empty() && int(s.domains.size()) != s.rails)
     return broken({"domains", "rails"},
                   fmt::format("--domains lists {} NICs but --rails is {}: one domain per rail; drop --rails or make them match",

@@ -43,7 +43,8 @@ def mpirun(rdmabench, args, ranks=RANKS, timeout=180, extra=(), bootstrap="auto"
 
 
 def records(path):
-    return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+    """The pairs' records of a --json file (its per-host verdicts left out)."""
+    return [r for r in (json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()) if "results" in r]
 
 
 def pairs_of(recs):
@@ -122,6 +123,54 @@ def test_mpirun_patterns(rdmabench, tmp_path, pattern, expect):
     else:
         assert len(rounds) == 1  # every pair at once
     assert "aggregate:" in r.stdout
+
+
+@contextlib.contextmanager
+def throttled_cgroup(share):
+    """A cgroup whose processes get `share` of one CPU (cgroup v2 cpu.max, or v1 cpu quota)."""
+    v2, v1 = Path("/sys/fs/cgroup/cgroup.controllers"), Path("/sys/fs/cgroup/cpu")
+    period = 100_000
+    if v2.exists() and "cpu" in v2.read_text().split():
+        d = Path(f"/sys/fs/cgroup/rb-slow-{os.getpid()}")
+        d.mkdir()
+        (d / "cpu.max").write_text(f"{int(share * period)} {period}")
+    elif (v1 / "cpu.cfs_quota_us").exists():
+        d = v1 / f"rb-slow-{os.getpid()}"
+        d.mkdir()
+        (d / "cpu.cfs_period_us").write_text(str(period))
+        (d / "cpu.cfs_quota_us").write_text(str(int(share * period)))
+    else:
+        pytest.skip("no cgroup cpu controller to slow a rank with")
+    try:
+        yield d
+    finally:
+        for _ in range(50):  # its processes have exited; the kernel lets go of the group a moment later
+            try:
+                d.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="slowing a rank takes a cgroup (root)")
+def test_mpirun_a_slow_rank_is_named_and_a_healthy_run_names_none(rdmabench, tmp_path):
+    """The host verdict under a launcher: rank 2 of 4 gets a tenth of a CPU and is named; the same
+    run with no rank slowed names nobody."""
+    args = ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "2", "--timeout", "30"]
+    healthy = mpirun(rdmabench, [*args, "--json", str(tmp_path / "h.jsonl")])
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert "slow hosts: none" in healthy.stdout, healthy.stdout
+    with throttled_cgroup(0.1) as cg:
+        wrapper = tmp_path / "rank.sh"
+        wrapper.write_text(f'#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then echo $$ > {cg}/cgroup.procs; fi\n'
+                           f'exec {rdmabench} "$@"\n')
+        wrapper.chmod(0o755)
+        slow = mpirun(str(wrapper), [*args, "--json", str(tmp_path / "s.jsonl")], timeout=300)
+    assert slow.returncode == 0, slow.stdout + slow.stderr
+    named = [l for l in slow.stdout.splitlines() if l.startswith("slow host:")]
+    assert len(named) == 1 and named[0].startswith("slow host: host 2 "), slow.stdout
+    verdicts = host_records(tmp_path / "s.jsonl")
+    assert [h for h, v in sorted(verdicts.items()) if v["slow"]] == [2], verdicts
 
 
 def test_mpirun_bw_and_lat_matrices_and_a_latency_threshold_that_fails_every_pair(rdmabench, tmp_path):
@@ -257,28 +306,34 @@ def test_cluster_input_errors_are_exit_2_before_anything_starts(rdmabench, tmp_p
 
 # --- three hosts in network namespaces ------------------------------------------------------------
 
-@pytest.fixture
-def three_hosts(rdmabench, tmp_path):
+@contextlib.contextmanager
+def mesh_of_servers(rdmabench, tmp_path, n):
     ok, why = testbed.available()
     if not ok:
         pytest.skip(f"netns mesh: {why}")
     testbed.reap_stale()
-    m = mesh.Mesh(3).up()
+    m = mesh.Mesh(n).up()
     procs = []
     try:
-        for i in range(3):
+        for i in range(n):
             procs.append(subprocess.Popen(m.exec_argv(i, [rdmabench, "--server", "-q", "--addr", f"{m.addr(i)}:7471"]),
                                           stderr=subprocess.DEVNULL))
         for p in procs:
             wait_listening(p, 7471)
         hosts = tmp_path / "hosts"
-        hosts.write_text("".join(f"{m.addr(i)}\n" for i in range(3)))
+        hosts.write_text("".join(f"{m.addr(i)}\n" for i in range(n)))
         m.hosts_file = hosts
         yield m
     finally:
         m.down()
         for p in procs:
             p.wait(timeout=10)
+
+
+@pytest.fixture
+def three_hosts(rdmabench, tmp_path):
+    with mesh_of_servers(rdmabench, tmp_path, 3) as m:
+        yield m
 
 
 def coordinator(m, rdmabench, args, **kw):
@@ -308,6 +363,52 @@ def test_a_slowed_link_is_the_outlier_and_fails_expect_bw(rdmabench, three_hosts
         c = rec["cluster"]
         pair = (c["src_host"].split(":")[0], c["dst_host"].split(":")[0])
         assert (rec["results"]["gbps"] < 0.1) == (pair in slow), (pair, rec["results"]["gbps"])
+
+
+def host_records(path):
+    return {r["host"]: r for r in records_and_hosts(path)[1]}
+
+
+def records_and_hosts(path):
+    lines = [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+    return [l for l in lines if "results" in l], [l for l in lines if l.get("kind") == "cluster_host"]
+
+
+@pytest.mark.parametrize("hosts,slowed,egress_only", [(3, 2, False), (3, 1, True), (5, 3, False), (5, 4, True)],
+                         ids=["3-hosts-both-ways", "3-hosts-egress", "5-hosts-both-ways", "5-hosts-egress"])
+def test_the_host_behind_the_slow_pairs_is_named(rdmabench, tmp_path, hosts, slowed, egress_only):
+    """The relative verdict on pairs misses a slow host whose pairs are the median: the host
+    verdict names it, as a sender (its egress slowed) or both ways (its links slowed), and no
+    other host, in the table and in a per-host JSON record."""
+    with mesh_of_servers(rdmabench, tmp_path, hosts) as m:
+        m.slow_host(slowed, "50mbit", egress_only=egress_only)
+        out = tmp_path / "c.jsonl"
+        r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "2", "--json", str(out)]),
+                timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    name = f"{m.addr(slowed)}:7471"
+    named = [l for l in r.stdout.splitlines() if l.startswith("slow host:")]
+    assert len(named) == 1 and f"host {slowed} ({name}) sends at" in named[0], r.stdout
+    assert ("receives at" in named[0]) == (not egress_only), named[0]
+    verdicts = host_records(out)
+    assert sorted(verdicts) == list(range(hosts))
+    for h, v in verdicts.items():
+        assert v["slow"] == (h == slowed), v
+    assert set(verdicts[0]) == {"schema", "kind", "op", "mode", "size", "host", "name", "threshold", "sends",
+                                "receives", "slow"}  # as docs/output-format.md lists them
+    v = verdicts[slowed]
+    assert v["sends"]["slow"] and v["sends"]["ratio"] < 0.2 and v["sends"]["repeats_slow"] == 2, v
+    assert v["receives"]["slow"] == (not egress_only), v
+
+
+def test_a_healthy_run_names_no_host(rdmabench, three_hosts, tmp_path):
+    m = three_hosts
+    out = tmp_path / "c.jsonl"
+    r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "2", "--json", str(out)]),
+            timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "slow hosts: none" in r.stdout and "slow host:" not in r.stdout, r.stdout
+    assert not any(v["slow"] for v in host_records(out).values())
 
 
 def test_a_host_that_dies_is_named_within_the_timeout_and_the_records_so_far_are_kept(rdmabench, three_hosts, tmp_path):

@@ -37,8 +37,9 @@ from conftest import children_of, only_child_of, orphans_adopted, process_state,
     (["-t", "tcp:fast"], "-t tcp:fast"),                         # tcp has no variants
     (["-t", "inproc"], "-t inproc"),                             # in-process, for unit tests only
     (["--list", "xml"], "--list"),
-    (["--threads", "many"], "--threads 'many': must be a whole number, e.g. --threads 4"),  # our wording, not CLI11's
-    (["--depth=-5"], "--depth '-5': must be a whole number, not negative, e.g. --depth 64"),
+    (["--threads", "many"], "--threads 'many': must be a whole number from 1 to 256, e.g. --threads 4"),  # our wording, not CLI11's
+    (["--depth=-5"], "--depth '-5': must be a whole number from 1 to 4294967295, e.g. --depth 64"),
+    (["--threads", "4294967297"], "--threads '4294967297': must be a whole number from 1 to 256, e.g. --threads 4"),
     (["--duration", "soon"], "--duration 'soon': must be a number of seconds, e.g. --duration 2.5"),
     (["--depth", "4", "--depth", "8"], "--depth given 2 times ('4', '8'): give it once"),
     # numbers a run cannot mean: each used to start a run that never ended or measured nothing
@@ -49,7 +50,7 @@ from conftest import children_of, only_child_of, orphans_adopted, process_state,
     (["-D", "nan"], "--duration 'nan'"),
     (["--warmup", "1e308s"], "--warmup '1e308s'"),
     (["--timeout", "1e-9"], "--timeout '1e-9'"),
-    (["--repeat", "1000000000"], "--repeat 1000000000"),
+    (["--repeat", "1000000000"], "--repeat '1000000000': must be a whole number from 1 to 1000"),
     (["--size", "3:8"], "--size '3:8'"),
     # empty values, flags the role or mode ignores, and lists naming an item twice
     (["--op", ""], "--op '': an empty value"),

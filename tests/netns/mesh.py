@@ -81,6 +81,16 @@ class Mesh:
             _ip_tc(self.ns[h], ["qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kbit",
                                 "latency", "400ms"])
 
+    def slow_host(self, h, rate="50mbit", egress_only=False):
+        """Token-bucket every link of host h: what it sends, and (unless egress_only) what it receives."""
+        for j in range(self.hosts):
+            if j == h:
+                continue
+            ends = [(h, self.iface(h, j))] + ([] if egress_only else [(j, self.iface(j, h))])
+            for i, dev in ends:
+                _ip_tc(self.ns[i], ["qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kbit",
+                                    "latency", "400ms"])
+
     def pids(self, i):
         r = _ip("netns", "pids", self.ns[i], check=False)
         return [int(t) for t in r.stdout.split()]

@@ -55,27 +55,33 @@ TEST(Cli, StreamFlagsAreFineWhenARunAlsoStreams) {
 // rule and an example.
 TEST(Cli, ValuesThatDoNotConvertNameTheFlagTheValueAndAFix) {
   auto message = [](const std::vector<std::string>& args) { return parse_error(args).message(); };
-  EXPECT_EQ(message({"--threads", "x"}), "--threads 'x': must be a whole number, e.g. --threads 4");
-  EXPECT_EQ(message({"-d", "4.5"}), "--depth '4.5': must be a whole number, e.g. --depth 64");
-  EXPECT_EQ(message({"--depth=-5"}), "--depth '-5': must be a whole number, not negative, e.g. --depth 64");
-  EXPECT_EQ(message({"--iters", "-5"}), "--iters '-5': must be a whole number, not negative, e.g. --iters 2000");
+  EXPECT_EQ(message({"--threads", "x"}), "--threads 'x': must be a whole number from 1 to 256, e.g. --threads 4");
+  EXPECT_EQ(message({"-d", "4.5"}), "--depth '4.5': must be a whole number from 1 to 4294967295, e.g. --depth 64");
+  EXPECT_EQ(message({"--depth=-5"}), "--depth '-5': must be a whole number from 1 to 4294967295, e.g. --depth 64");
+  EXPECT_EQ(message({"--iters", "-5"}), "--iters '-5': must be a whole number from 1 to 9223372036854775807, e.g. --iters 2000");
   EXPECT_EQ(message({"--batch", "99999999999"}),
-            "--batch '99999999999': must be a whole number up to 4294967295, e.g. --batch 8");
+            "--batch '99999999999': must be a whole number from 1 to 4294967295, e.g. --batch 8");
   EXPECT_EQ(message({"--duration", "soon"}), "--duration 'soon': must be a number of seconds, e.g. --duration 2.5");
   EXPECT_EQ(message({"--timeout", "inf"}), "--timeout 'inf': must be a number of seconds, e.g. --timeout 30");
   EXPECT_EQ(message({"--threads", "1", "--threads", "2"}), "--threads given 2 times ('1', '2'): give it once");
   // Numbers a run cannot mean: past 2^63, below what a clock measures, or longer than a day.
   EXPECT_EQ(message({"--iters", "9223372036854775808"}),
-            "--iters '9223372036854775808': must be a whole number up to 9223372036854775807, e.g. --iters 2000");
+            "--iters '9223372036854775808': must be a whole number from 1 to 9223372036854775807, e.g. --iters 2000");
   EXPECT_EQ(message({"--warmup", "99999999999999999999"}),
-            "--warmup '99999999999999999999': must be a whole number up to 9223372036854775807, e.g. --warmup 1000");
+            "--warmup '99999999999999999999': must be a whole number from 0 to 9223372036854775807, e.g. --warmup 1000");
   EXPECT_EQ(message({"-D", "1e-9"}), "--duration '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --duration 2.5");
   EXPECT_EQ(message({"-D", "1e10"}), "--duration '1e10': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --duration 2.5");
   EXPECT_EQ(message({"--warmup", "1e308s"}),
             "--warmup '1e308s': seconds must be 0 or from 0.001s (1 ms) to 86400s (1 day), e.g. --warmup 2s");
   EXPECT_EQ(message({"--timeout", "1e-9"}), "--timeout '1e-9': must be from 0.001 s (1 ms) to 86400 s (1 day), e.g. --timeout 30");
   EXPECT_EQ(message({"--repeat", "1000000000"}),
-            "--repeat 1000000000: must be 1..1000; every repeat is kept until the mean is printed");
+            "--repeat '1000000000': must be a whole number from 1 to 1000, e.g. --repeat 3");
+  // Each count's own range, also past its type's (2^32 + 1 once read as "-2147483648 to 2147483647").
+  EXPECT_EQ(message({"--threads", "4294967297"}), "--threads '4294967297': must be a whole number from 1 to 256, e.g. --threads 4");
+  EXPECT_EQ(message({"--threads", "0"}), "--threads '0': must be a whole number from 1 to 256, e.g. --threads 4");
+  EXPECT_EQ(message({"--qps", "99999999999999999999"}), "--qps '99999999999999999999': must be a whole number from 1 to 64, e.g. --qps 2");
+  EXPECT_EQ(message({"--rails", "-1"}), "--rails '-1': must be a whole number from 1 to 16, e.g. --rails 2");
+  EXPECT_EQ(message({"--signal", "0"}), "--signal '0': must be a whole number from 1 to 4294967295, e.g. --signal 16");
   EXPECT_TRUE(parse_error({"--report-interval", "0"}).is_ok());  // 0 is "off"
   // The argument parser's own texts are replaced by ours.
   EXPECT_EQ(message({"--bogus"}), "--bogus: not an rdmabench flag; rdmabench --help lists them");

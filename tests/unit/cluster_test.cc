@@ -125,6 +125,73 @@ TEST(ClusterVerdict, TheSlowPairIsTheOutlierAndMissesTheThreshold) {
   EXPECT_NE(fails[0].find("0.5 x 12.5 Gb/s line"), std::string::npos) << fails[0];
 }
 
+// Every ordered pair of `n` hosts, `repeats` times: `gbps(src, dst, repeat)` each.
+template <typename F>
+Outcome every_pair(int n, int repeats, F gbps) {
+  Outcome o;
+  for (int h = 0; h < n; ++h) o.names.push_back("h" + std::to_string(h));
+  for (int r = 0; r < repeats; ++r)
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d)
+        if (s != d) {
+          o.records.push_back(rec(s, d, "bw", gbps(s, d, r)));
+          o.records.back().repeat = r;
+        }
+  return o;
+}
+
+std::vector<std::string> slow_sides(const Group& g) {
+  std::vector<std::string> out;
+  for (const auto& v : g.hosts) {
+    if (v.sends.slow) out.push_back("h" + std::to_string(v.host) + " sends");
+    if (v.receives.slow) out.push_back("h" + std::to_string(v.host) + " receives");
+  }
+  return out;
+}
+
+// Three hosts, one behind a slow link (0.19 against ~20 Gb/s): its pairs are 4 of the 6, so the
+// median pair is slow and no pair is an outlier, yet the host is named, both ways, by how much.
+TEST(ClusterHosts, AHostWithASlowLinkIsNamedWhereThePairsOutlierSeesNothing) {
+  auto o = every_pair(3, 1, [](int s, int d, int) { return s == 2 || d == 2 ? 0.19 : 20.0 + s; });
+  auto groups = evaluate(o, Thresholds{});
+  ASSERT_EQ(groups.size(), 1u);
+  int outliers = 0;
+  for (const auto& c : groups[0].cells) outliers += c.outlier;
+  EXPECT_EQ(outliers, 0);  // the relative verdict on pairs: "none"
+  EXPECT_EQ(slow_sides(groups[0]), (std::vector<std::string>{"h2 sends", "h2 receives"}));
+  EXPECT_NEAR(groups[0].hosts[2].sends.ratio, 0.19 / 20.5, 1e-9);
+}
+
+// A host slowed on egress only is a slow sender and a healthy receiver; with 5 hosts it is in
+// few of the pairs and still named, and no healthy host is.
+TEST(ClusterHosts, ASlowSenderAmongFiveIsNamedAsASenderOnly) {
+  for (int n : {3, 5}) {
+    auto o = every_pair(n, 2, [&](int s, int, int r) { return s == n - 1 ? 0.2 : 18.0 + r; });
+    auto g = evaluate(o, Thresholds{})[0];
+    EXPECT_EQ(slow_sides(g), std::vector<std::string>{"h" + std::to_string(n - 1) + " sends"}) << n << " hosts";
+    EXPECT_EQ(g.hosts[size_t(n - 1)].sends.repeats_slow, 2);
+  }
+}
+
+// Healthy hosts with spread (a run on a busy machine) name nobody; one slow repeat of a host
+// that is fine in the other names nobody either.
+TEST(ClusterHosts, NoiseAndOneSlowRepeatNameNobody) {
+  auto healthy = every_pair(4, 3, [](int s, int d, int r) { return 15.0 + ((s * 7 + d * 3 + r * 5) % 6); });
+  EXPECT_TRUE(slow_sides(evaluate(healthy, Thresholds{})[0]).empty());
+  auto once = every_pair(3, 3, [](int s, int d, int r) { return (s == 1 || d == 1) && r == 0 ? 0.5 : 20.0; });
+  auto g = evaluate(once, Thresholds{})[0];
+  EXPECT_TRUE(slow_sides(g).empty());
+  EXPECT_EQ(g.hosts[1].sends.repeats_slow, 1);
+  EXPECT_EQ(g.hosts[1].sends.repeats_judged, 3);
+}
+
+// Two hosts have no pairs without a host: nobody is judged.
+TEST(ClusterHosts, TwoHostsAreNotJudged) {
+  auto g = evaluate(every_pair(2, 1, [](int s, int, int) { return s ? 0.1 : 20.0; }), Thresholds{})[0];
+  EXPECT_FALSE(g.hosts[0].sends.judged);
+  EXPECT_TRUE(slow_sides(g).empty());
+}
+
 TEST(ClusterVerdict, ALineShareWithoutALinkSpeedIsAMissThatSaysSo) {
   Outcome o;
   o.names = {"h0", "h1"};

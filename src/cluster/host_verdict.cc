@@ -1,0 +1,118 @@
+#include "cluster/host_verdict.hh"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace rb::cluster {
+namespace {
+
+using Cells = std::map<std::pair<int, int>, double>;  // (src, dst) -> value
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The mean value of each pair over `records` (of one group), bw in Gb/s, lat in p50 us.
+Cells cells_of(const std::vector<const Record*>& records, bool is_bw) {
+  std::map<std::pair<int, int>, std::pair<double, int>> sum;
+  for (const Record* r : records) {
+    auto& s = sum[{r->src, r->dst}];
+    s.first += is_bw ? r->gbps : r->p50_us;
+    ++s.second;
+  }
+  Cells out;
+  for (const auto& [pair, s] : sum) out[pair] = s.first / s.second;
+  return out;
+}
+
+struct Score {
+  double ratio, median, others;
+};
+
+// Host h's pairs on one side against the pairs without h; nothing when either is empty.
+std::optional<Score> score(const Cells& cells, int h, bool as_sender) {
+  std::vector<double> in, others;
+  for (const auto& [pair, value] : cells) {
+    if ((as_sender ? pair.first : pair.second) == h) in.push_back(value);
+    else if (pair.first != h && pair.second != h) others.push_back(value);
+  }
+  if (in.empty() || others.empty()) return std::nullopt;
+  double m = median_of(in), o = median_of(others);
+  if (o <= 0) return std::nullopt;
+  return Score{m / o, m, o};
+}
+
+bool slow_ratio(double ratio, bool is_bw, const Thresholds& t) {
+  return is_bw ? ratio < t.outlier_bw : ratio > t.outlier_lat;
+}
+
+HostSide judge_side(const Cells& all, const std::map<int, Cells>& by_repeat, int h, bool as_sender, bool is_bw,
+                    const Thresholds& t) {
+  HostSide side;
+  auto overall = score(all, h, as_sender);
+  if (!overall) return side;
+  side.judged = true;
+  side.ratio = overall->ratio;
+  side.median = overall->median;
+  side.others_median = overall->others;
+  for (const auto& [repeat, cells] : by_repeat) {
+    auto s = score(cells, h, as_sender);
+    if (!s) continue;
+    side.worst_repeat_ratio = side.repeats_judged ? (is_bw ? std::min(side.worst_repeat_ratio, s->ratio)
+                                                           : std::max(side.worst_repeat_ratio, s->ratio))
+                                                  : s->ratio;
+    side.best_repeat_ratio = side.repeats_judged ? (is_bw ? std::max(side.best_repeat_ratio, s->ratio)
+                                                          : std::min(side.best_repeat_ratio, s->ratio))
+                                                 : s->ratio;
+    ++side.repeats_judged;
+    side.repeats_slow += slow_ratio(s->ratio, is_bw, t);
+  }
+  side.slow = slow_ratio(side.ratio, is_bw, t) && side.repeats_judged > 0 && side.repeats_slow == side.repeats_judged;
+  return side;
+}
+
+nlohmann::json side_json(const HostSide& s) {
+  if (!s.judged) return nullptr;
+  return {{"ratio", s.ratio}, {"median", s.median}, {"others_median", s.others_median},
+          {"repeats_judged", s.repeats_judged}, {"repeats_slow", s.repeats_slow},
+          {"repeat_ratio_min", std::min(s.worst_repeat_ratio, s.best_repeat_ratio)},
+          {"repeat_ratio_max", std::max(s.worst_repeat_ratio, s.best_repeat_ratio)}, {"slow", s.slow}};
+}
+
+}  // namespace
+
+std::vector<HostVerdict> judge_hosts(const Group& g, const std::vector<Record>& records, int hosts, const Thresholds& t) {
+  std::vector<const Record*> mine;
+  std::map<int, std::vector<const Record*>> repeats;
+  for (const Record& r : records) {
+    if (r.op != g.op || r.mode != g.mode || r.size != g.size) continue;
+    mine.push_back(&r);
+    repeats[r.repeat].push_back(&r);
+  }
+  Cells all = cells_of(mine, g.is_bw);
+  std::map<int, Cells> by_repeat;
+  for (const auto& [repeat, recs] : repeats) by_repeat[repeat] = cells_of(recs, g.is_bw);
+  std::vector<HostVerdict> out;
+  for (int h = 0; h < hosts; ++h)
+    out.push_back({h, judge_side(all, by_repeat, h, true, g.is_bw, t), judge_side(all, by_repeat, h, false, g.is_bw, t)});
+  return out;
+}
+
+nlohmann::json host_record(const Group& g, const HostVerdict& v, const std::string& name, const Thresholds& t) {
+  return {{"schema", 1},
+          {"kind", "cluster_host"},
+          {"op", g.op},
+          {"mode", g.mode},
+          {"size", g.size},
+          {"host", v.host},
+          {"name", name},
+          {"threshold", g.is_bw ? t.outlier_bw : t.outlier_lat},
+          {"sends", side_json(v.sends)},
+          {"receives", side_json(v.receives)},
+          {"slow", v.named()}};
+}
+
+}  // namespace rb::cluster
