@@ -77,6 +77,8 @@ vrdma_mr* boxed(vrdma_pd* pd, rb::vrdma::Call<R> r, size_t length) {
 
 extern "C" {
 
+const char* vrdma_version(void) { return VRDMA_VERSION_STRING; }
+
 const char* vrdma_last_error(void) { return last_error.c_str(); }
 
 const char* vrdma_default_socket(void) {

@@ -13,9 +13,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of the C API this header describes. The shared library's soname (libvrdma.so.N)
+ * is its major; vrdma_version() says which library a program loaded. */
+#define VRDMA_VERSION_MAJOR 1
+#define VRDMA_VERSION_MINOR 0
+#define VRDMA_VERSION_PATCH 0
+#define VRDMA_VERSION_STRING "1.0.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* "1.0.0": the loaded library's version (VRDMA_VERSION_STRING of the header it was built with). */
+const char *vrdma_version(void);
 
 struct vrdma_context;
 struct vrdma_pd;
