@@ -16,6 +16,7 @@ constexpr const char* kUsage = R"(vrdmactl: ask this host's vrdma router
   vrdmactl link-key                a new link key for the routers of a cluster (64 hex digits, from
                                    the kernel's random source): vrdmactl link-key > /etc/vrdma/link.key;
                                    chmod 600 it, copy it to every router, name it in [router] link_key
+  vrdmactl --version                this program's version
 The socket defaults as libvrdma's does ($VRDMA_SOCKET, $XDG_RUNTIME_DIR/vrdma.sock, /run/vrdma/vrdma.sock).
 )";
 
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("vrdmactl %s\n", RDMABENCH_VERSION);
       return 0;
     }
     if (a == "--socket" && i + 1 < argc) {

@@ -4,6 +4,8 @@ CMake's find_package(vrdma), each run against a router (src/vrdma/lib/CMakeLists
 import os
 import shutil
 import subprocess
+import time
+
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,97 @@ def test_a_cmake_project_finds_vrdma(prefix, router, tmp_path):
     assert run(["cmake", "--build", str(build)], timeout=120).returncode == 0
     out = run([str(build / "consumer"), r.sock], env={**os.environ, "LD_LIBRARY_PATH": str(libdir(prefix))})
     assert out.returncode == 0 and "libvrdma 1.0.0" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.fixture(scope="module")
+def root_tree(tmp_path_factory):
+    """`cmake --install` into a fresh root (DESTDIR), as a package build does."""
+    d = tmp_path_factory.mktemp("root")
+    r = run(["cmake", "--install", str(BUILD)], env={**os.environ, "DESTDIR": str(d)}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return d
+
+
+def installed(root, name):
+    found = sorted(root.rglob(name))
+    assert found, f"{name} was not installed"
+    return found[0]
+
+
+@pytest.mark.parametrize("page,program", [("rdmabench.1", "rdmabench"), ("vrdmad.8", "vrdmad"),
+                                          ("vrdmactl.8", "vrdmactl"), ("vrdma-run.1", "vrdma-run")])
+def test_man_pages_are_the_programs_own_help(root_tree, page, program):
+    """Each program's page is made from its --help at build time: every flag --help lists is on
+    the page, so the two cannot drift."""
+    if not shutil.which("help2man"):
+        pytest.skip("help2man not installed: the programs' pages are left out")
+    text = run(["man", "-l", "-P", "cat", str(installed(root_tree, page))], env={**os.environ, "MANWIDTH": "200"}).stdout
+    helped = run([str(BUILD / program), "--help"]).stdout
+    flags = {w.rstrip(",.;:)") for w in helped.replace("=", " ").split() if w.startswith("--") and len(w) > 3}
+    text = text.replace("\u2010", "-").replace("\u2011", "-")
+    missing = sorted(f for f in flags if f not in text)
+    assert flags and not missing, missing
+
+
+def test_the_library_has_a_page(root_tree):
+    text = run(["man", "-l", "-P", "cat", str(installed(root_tree, "vrdma.3"))]).stdout
+    assert "vrdma_open" in text and "pkg-config" in text and "VRDMA_SOCKET" in text
+
+
+def test_the_unit_verifies_and_ships_a_config_vrdmad_takes(root_tree, tmp_path):
+    """systemd-analyze verify passes on the unit as installed (its paths moved into the fresh
+    root, its man page found there), and vrdmad starts with the config the package ships."""
+    unit = installed(root_tree, "vrdmad.service")
+    prefix = next(p for p in installed(root_tree, "vrdmad").parents if (p / "bin").is_dir())
+    text = unit.read_text()
+    assert "User=vrdma" in text and "CapabilityBoundingSet=\n" in text and "RuntimeDirectory=vrdma" in text
+    here = str(prefix).removeprefix(str(root_tree))
+    moved = tmp_path / "vrdmad.service"
+    moved.write_text(text.replace(here + "/", str(prefix) + "/"))
+    if shutil.which("systemd-analyze"):
+        env = {**os.environ, "MANPATH": str(prefix / "share" / "man")}
+        v = run(["systemd-analyze", "verify", str(moved)], env=env, timeout=60)
+        assert v.returncode == 0, v.stdout + v.stderr
+    config = installed(root_tree, "vrdmad.toml")
+    sock = tmp_path / "s"
+    p = subprocess.Popen([str(installed(root_tree, "vrdmad")), "--socket", str(sock), "--config", str(config)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for_socket(sock, p), p.stderr.read() if p.poll() is not None else "no socket"
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+
+
+def wait_for_socket(sock, proc, seconds=5):
+    deadline = time.time() + seconds
+    while not sock.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    return sock.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing uid takes root")
+def test_the_router_needs_no_privilege(world):
+    """What the unit's User=vrdma and empty CapabilityBoundingSet promise: vrdmad as an
+    unprivileged uid with no capabilities serves tenants of other uids (root's and a stranger's)."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is needed")
+    from test_vrdma_router import NOBODY
+    run_dir = world / "run"  # as the unit's RuntimeDirectory: the router's own, 0755
+    run_dir.mkdir()
+    os.chown(run_dir, NOBODY, NOBODY)
+    sock = run_dir / "vrdma.sock"
+    p = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+                          "--bounding-set=-all", "--no-new-privs", str(BUILD / "vrdmad"), "--socket", str(sock)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for_socket(sock, p), p.stderr.read() if p.poll() is not None else "no socket"
+        status = Path(f"/proc/{p.pid}/status").read_text()
+        assert f"Uid:\t{NOBODY}" in status and "CapEff:\t0000000000000000" in status, status
+        for user in (None, NOBODY + 1):
+            c = run([str(BUILD / "vrdma_client"), str(sock), "pd", "mr:65536", "user:8192", "qp", "zero"], user=user,
+                    timeout=30)
+            assert c.returncode == 0, c.stdout + c.stderr
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
