@@ -11,8 +11,10 @@
 namespace {
 
 constexpr const char* kUsage = R"(vrdmactl: ask this host's vrdma router
-  vrdmactl [--socket PATH] stats    per-tenant clients, PDs, MRs, registered bytes, requests, errors
-                                   (your tenant's; root and the config's admin_uids see every tenant)
+  vrdmactl [--socket PATH] stats [--json]
+                                   per-tenant clients, PDs, MRs, registered bytes, requests, errors
+                                   (your tenant's; root and the config's admin_uids see every tenant,
+                                   the links and the router's CPU); --json: one JSON object, for scripts
   vrdmactl link-key                a new link key for the routers of a cluster (64 hex digits, from
                                    the kernel's random source): vrdmactl link-key > /etc/vrdma/link.key;
                                    chmod 600 it, copy it to every router, name it in [router] link_key
@@ -25,6 +27,7 @@ The socket defaults as libvrdma's does ($VRDMA_SOCKET, $XDG_RUNTIME_DIR/vrdma.so
 int main(int argc, char** argv) {
   const char* socket = nullptr;
   std::string command;
+  bool json = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
     }
     if (a == "--socket" && i + 1 < argc) {
       socket = argv[++i];
+    } else if (a == "--json") {
+      json = true;
     } else if (command.empty() && (a == "stats" || a == "link-key")) {
       command = a;
     } else {
@@ -60,13 +65,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vrdmactl: %s\n", vrdma_last_error());
     return 1;
   }
-  char* text = vrdma_router_stats(ctx);
+  char* text = json ? vrdma_router_stats_json(ctx) : vrdma_router_stats(ctx);
   if (!text) {
     std::fprintf(stderr, "vrdmactl: %s\n", vrdma_last_error());
     vrdma_close(ctx);
     return 1;
   }
   std::fputs(text, stdout);
+  if (json) std::fputc('\n', stdout);
   std::free(text);
   vrdma_close(ctx);
   return 0;

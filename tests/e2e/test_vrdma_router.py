@@ -290,3 +290,26 @@ def test_rdmabench_finds_the_router_that_o_socket_names(router, world):
                   timeout=60, env=env)
     assert missing.returncode == 2
     assert f"no vrdma router at {world}/none.sock" in missing.stderr
+
+
+def test_stats_json_holds_the_tables_figures(router, world):
+    """vrdmactl stats --json: the table's figures as one object, for scripts. A client holding a
+    64 KiB region and a QP shows in its tenant's row; root sees the router's own figures."""
+    import json
+    r = router()
+    ready = world / "ready"
+    holder = subprocess.Popen([CLIENT, r.sock, "pd", "mr:65536", "qp", f"wait:{ready}"], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while not ready.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        out = run([CTL, "--socket", r.sock, "stats", "--json"], timeout=10)
+        assert out.returncode == 0, out.stderr
+        s = json.loads(out.stdout)
+        me = next(t for t in s["tenants"] if t["tenant"] == ME)
+        assert me["clients"] >= 2 and me["mrs"] == 1 and me["qps"] == 1 and me["reg_bytes"] == 65536, me
+        assert me["ring_bytes"] > 0 and s["more_tenants"] == 0 and s["router"]["up_s"] > 0, s
+        assert isinstance(s["links"], list)
+    finally:
+        holder.communicate(input=b"", timeout=30)

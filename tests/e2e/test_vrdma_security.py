@@ -2,6 +2,7 @@
 (tests/vrdma/vrdma_hostile.c, mostly as uid nobody) against a real router, and checks what the
 router promises: no tenant reaches another's QPs, no request costs the router more than its own
 work, the well-behaved tenant is served meanwhile, nothing is held without limit."""
+import json
 import os
 import resource
 import socket
@@ -313,6 +314,11 @@ def test_a_tenant_sees_only_its_own_statistics(router):
     assert rows == [f"uid-{NOBODY}"], mine.stdout
     everyone = run([CTL, "--socket", r.sock, "stats"], timeout=10)
     assert "uid-0" in everyone.stdout and f"uid-{NOBODY}" in everyone.stdout
+    # The same for scripts (vrdmactl stats --json): a tenant's own row, and nothing of the router's.
+    mine = json.loads(run([CTL, "--socket", r.sock, "stats", "--json"], timeout=10, user=NOBODY).stdout)
+    assert [t["tenant"] for t in mine["tenants"]] == [f"uid-{NOBODY}"] and "links" not in mine and "router" not in mine
+    admin = json.loads(run([CTL, "--socket", r.sock, "stats", "--json"], timeout=10, user=NOBODY + 1).stdout)
+    assert {t["tenant"] for t in admin["tenants"]} >= {"uid-0", f"uid-{NOBODY}"} and "router" in admin, admin
 
 
 def speak(sock_path):

@@ -131,7 +131,13 @@ int vrdma_dereg_mr(vrdma_mr* mr) {
 }
 
 char* vrdma_router_stats(vrdma_context* ctx) {
-  auto r = ctx->impl->stats();
+  auto r = ctx->impl->stats(rb::vrdma::proto::StatsFormat::text);
+  if (failed(r)) return nullptr;
+  return strdup(r.value->c_str());
+}
+
+char* vrdma_router_stats_json(vrdma_context* ctx) {
+  auto r = ctx->impl->stats(rb::vrdma::proto::StatsFormat::json);
   if (failed(r)) return nullptr;
   return strdup(r.value->c_str());
 }

@@ -290,8 +290,8 @@ Call<bool> Context::destroy_qp(uint32_t qp_num) {
   return done(true);
 }
 
-Call<std::string> Context::stats() {
-  auto a = ask(proto::Type::stats, std::span<const uint8_t>{}, proto::Type::stats_text);
+Call<std::string> Context::stats(proto::StatsFormat format) {
+  auto a = ask(proto::Type::stats, proto::StatsAsk{uint32_t(format), 0}, proto::Type::stats_text);
   if (!a.ok()) return fail<std::string>(a.error.err, a.error.message);
   auto tail = a.value->msg.tail;
   return done(std::string(tail.begin(), tail.end()));

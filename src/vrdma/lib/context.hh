@@ -99,7 +99,7 @@ class Context {
   // The caller's page-aligned buffer becomes shared memory with its contents kept: a memfd
   // takes the buffer's pages (mapped over them) and goes to the router as the region.
   Call<std::unique_ptr<Region>> reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access);
-  Call<std::string> stats();
+  Call<std::string> stats(proto::StatsFormat format);
   Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell, uint32_t srq);
   Call<uint32_t> create_srq(uint32_t pd, int memfd, uint64_t mem_len);
   Call<bool> destroy_srq(uint32_t srq);

@@ -38,8 +38,8 @@ std::optional<size_t> body_size(Type t) {
     case Type::welcome: return sizeof(Welcome);
     case Type::error: return sizeof(Error);
     case Type::alloc_pd:
-    case Type::done:
-    case Type::stats: return 0;
+    case Type::done: return 0;
+    case Type::stats: return sizeof(StatsAsk);
     case Type::dealloc_pd:
     case Type::dereg_mr:
     case Type::handle: return sizeof(Handle);

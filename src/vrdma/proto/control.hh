@@ -31,7 +31,7 @@ enum class Type : uint16_t {
   dereg_mr,      // client: Handle (the MR's lkey); reply done
   handle,        // router -> client: Handle
   done,          // router -> client: Empty
-  stats,         // client: Empty; reply StatsText
+  stats,         // client: StatsAsk; reply StatsText
   stats_text,    // router -> client: text of StatsText::len bytes after it
   create_qp,     // client: CreateQp with the QP's shared memory (a memfd); reply QpCreated
   qp_created,    // router -> client
@@ -105,6 +105,12 @@ struct MrGranted {
   uint32_t lkey = 0, rkey = 0;
   uint64_t len = 0;       // as asked
   uint64_t map_len = 0;   // the memfd's size: map this much
+};
+// What `stats` asks for: the table (text) or the same figures as one JSON object.
+enum class StatsFormat : uint32_t { text = 0, json = 1 };
+struct StatsAsk {
+  uint32_t format = 0;  // StatsFormat
+  uint32_t pad = 0;
 };
 struct StatsText {
   uint32_t len = 0;

@@ -266,17 +266,14 @@ void Router::greet_peers() {
   }
 }
 
-std::string Router::links_text() const {
-  std::string out;
+std::vector<LinkFigures> Router::links_figures() const {
+  std::vector<LinkFigures> out;
   auto now = std::chrono::steady_clock::now();
   for (const auto& [name, p] : peers_) {
-    size_t qps = 0;
-    for (const auto& [n, q] : qps_) qps += q.remote && q.remote->peer_at == p.at;
-    std::string heard = p.router_id ? fmt::format("heard {:.1f} s ago",
-                                                  std::chrono::duration<double>(now - p.heard).count())
-                                    : "not heard from";
-    out += fmt::format("link: router {} ({}) {}{}, {} QPs\n", name, p.configured ? "--peer" : "learned", heard,
-                       p.unreachable ? ", unreachable" : "", qps);
+    LinkFigures l{name, p.configured, std::nullopt, p.unreachable, 0};
+    for (const auto& [n, q] : qps_) l.qps += q.remote && q.remote->peer_at == p.at;
+    if (p.router_id) l.heard_s_ago = std::chrono::duration<double>(now - p.heard).count();
+    out.push_back(std::move(l));
   }
   return out;
 }

@@ -375,8 +375,12 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
     case Type::destroy_srq: return destroy_srq(s, m);
     case Type::stats: {
       // A tenant sees its own row; root and the config's admin_uids see every tenant and the links.
+      // The answer travels in one packet: what does not fit is counted, not shown.
+      constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
       bool admin = opts_.tenants.router().is_admin(s.uid);
-      std::string text = stats_text(admin ? nullptr : &s.tenant.name);
+      StatsSnapshot snap = snapshot(admin ? nullptr : &s.tenant.name);
+      bool json = m.as<proto::StatsAsk>().format == uint32_t(proto::StatsFormat::json);
+      std::string text = json ? stats_json(snap, kRoom) : stats_table(snap, kRoom);
       proto::StatsText st{uint32_t(text.size())};
       return {proto::encode(Type::stats_text, m.h.seq, st, {reinterpret_cast<const uint8_t*>(text.data()), text.size()})};
     }
@@ -428,45 +432,31 @@ uint32_t Router::fresh_key(uint32_t mask) {
   }
 }
 
-std::string Router::stats_text(const std::string* only) const {
-  std::string out = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
-                                "tenant", "clients", "pds", "mrs", "qps", "reg_bytes", "requests", "errors", "refused",
-                                "routed_ops", "routed_bytes", "throttled_ms", "queued");
-  // Requests waiting in the send rings of each tenant's router-path QPs.
-  std::map<std::string, uint64_t> queued;
+// The figures a client may see: its tenant's, or (an admin) every tenant's, the links and the router's.
+StatsSnapshot Router::snapshot(const std::string* only) const {
+  StatsSnapshot out;
+  std::map<std::string, uint64_t> queued;  // requests waiting in each tenant's router-path send rings
   for (const auto& [num, q] : qps_)
     if (q.router_path && q.view) queued[sessions_.at(q.owner).tenant.name] += q.view->sends.size();
-  // The text travels in one packet: tenants past what fits are counted, not shown.
-  constexpr size_t kRoom = proto::kMaxMessage - sizeof(proto::Header) - sizeof(proto::StatsText) - 32;
-  size_t left_out = 0;
   for (const auto& [name, u] : usage_) {
     if (only && name != *only) continue;
-    std::string row = fmt::format("{:<16} {:>7} {:>5} {:>5} {:>5} {:>12} {:>9} {:>7} {:>7} {:>12} {:>14} {:>12} {:>7}\n",
-                                  name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.requests, u.errors.load(),
-                                  u.refused_clients, u.ops_moved.load(), u.bytes_moved.load(), u.throttled_ns.load() / 1000000,
-                                  queued.count(name) ? queued.at(name) : 0);
-    if (out.size() + row.size() > kRoom) ++left_out;
-    else out += row;
+    out.tenants.push_back({name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.ring_bytes, u.requests, u.errors.load(),
+                           u.refused_clients, u.ops_moved.load(), u.bytes_moved.load(), u.throttled_ns.load() / 1000000,
+                           queued.count(name) ? queued.at(name) : 0});
   }
-  if (left_out) out += fmt::format("({} more tenants)\n", left_out);
-  if (only) return out;  // the links and the router's own figures are the operator's
-  std::string links = links_text();
-  out += out.size() + links.size() + 160 <= kRoom ? links : fmt::format("({} links: too many to show)\n", peers_.size());
+  out.admin = !only;
+  if (only) return out;
+  out.links = links_figures();
   // The router's own CPU since it started: the cost of being the NIC.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-  double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  size_t routed = routed_.size();
-  std::string turns;
+  out.router.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  out.router.up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  out.router.routed_qps = routed_.size();
   for (const auto& d : data_) {
-    routed += d->qps.size();
-    turns += fmt::format("{}{}", turns.empty() ? "" : ",", d->turns.load());
+    out.router.routed_qps += d->qps.size();
+    out.router.data_thread_turns.push_back(d->turns.load());
   }
-  out += fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs, {}\n", cpu, up,
-                     up > 0 ? 100.0 * cpu / up : 0.0, routed,
-                     data_.empty() ? std::string("moved by the control thread")
-                                   : fmt::format("{} data threads (busy turns {})", data_.size(), turns));
   return out;
 }
 

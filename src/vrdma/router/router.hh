@@ -26,6 +26,7 @@
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/link.hh"
+#include "vrdma/router/stats.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/client_fds.hh"
 #include "vrdma/router/fabric.hh"
@@ -230,7 +231,7 @@ class Router final : private LinkSink {
   // Serves until `stop_fd` (an eventfd or a signalfd) becomes readable.
   Status run(int stop_fd);
   // Every tenant's row and the links, or (only) one tenant's.
-  std::string stats_text(const std::string* only = nullptr) const;
+  StatsSnapshot snapshot(const std::string* only = nullptr) const;
 
  private:
   explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
@@ -329,7 +330,7 @@ class Router final : private LinkSink {
   void link_qp_gone(const proto::LinkMessage& m);
   void link_hello(const proto::LinkMessage& m);
   void greet_peers();
-  std::string links_text() const;
+  std::vector<LinkFigures> links_figures() const;
   QpEntry* remote_peer_of(uint32_t qp, uint64_t from_router, uint32_t from_qp);
   void tell_peers_revoked(const Session& s, uint32_t rkey);
   void break_qp(QpEntry& q);

@@ -71,6 +71,9 @@ int vrdma_dereg_mr(struct vrdma_mr *mr);
 
 /* The router's per-tenant counters as text (a table); free() it. NULL on failure. */
 char *vrdma_router_stats(struct vrdma_context *ctx);
+/* The same figures as one JSON object: {"tenants": [...], "more_tenants": N, and for root and
+ * admin uids "links": [...] and "router": {...}}; free() it. NULL on failure. */
+char *vrdma_router_stats_json(struct vrdma_context *ctx);
 
 /* ---- Completion queues and reliable-connected queue pairs ----
  * Work requests and completions mirror verbs (ibv_send_wr, ibv_wc): addresses are virtual
