@@ -184,6 +184,13 @@ FlagResult<Command> build_command(const FlagValues& values) {
     cmd.kind = Command::Kind::version;
     return cmd;
   }
+  if (const FlagValue* shell = values.find("completion")) {
+    if (shell->text() != "bash")
+      return FlagError{"completion", bad(fmt::format("--completion {}: the only shell is bash; give --completion bash",
+                                                     shell->text()))};
+    cmd.kind = Command::Kind::completion;
+    return cmd;
+  }
   if (const FlagValue* list = values.find("list")) {
     std::string format = list->texts.empty() ? "" : list->text();
     if (!format.empty() && format != "json")

@@ -21,7 +21,7 @@ struct GivenFlag {
 };
 
 struct Command {
-  enum class Kind { client, server, loopback, cluster, list, version, help, job } kind = Kind::loopback;
+  enum class Kind { client, server, loopback, cluster, list, version, help, job, completion } kind = Kind::loopback;
   model::RunSpec spec;
   engine::ClientOptions client;
   report::OutputPaths output;

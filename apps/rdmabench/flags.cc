@@ -103,6 +103,8 @@ void role_flags(TableBuilder& t) {
   t.value("--list", "[json]", "list transports, their options, and the instances usable on this machine "
                               "(--list json: the same for programs)").value_optional = true;
   t.switch_("--version", "print the version");
+  t.value("--completion", "bash", "print the bash completion script (made from this flag table and the transports; "
+                                  "installed as share/bash-completion/completions/rdmabench)");
   t.switch_("-h,--help", "Print this help message and exit");  // CLI11's own; listed so a job can reject it
   t.group("");
   t.value("--ready-fd", "INT", "internal: write the listening port to this fd", whole(&Server::ready_fd, "3", 0, std::numeric_limits<int>::max()));

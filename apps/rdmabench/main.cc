@@ -14,6 +14,7 @@
 #include "cli.hh"
 #include "job.hh"
 #include "job_runner.hh"
+#include "completion.hh"
 #include "list.hh"
 #include "loopback_server.hh"
 #include "preflight.hh"
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
     case Kind::help: fmt::print("{}", cmd->help); return 0;
     case Kind::version: fmt::print("rdmabench {}\n", RDMABENCH_VERSION); return 0;
     case Kind::list: return rb::app::print_list(cmd->list_json);
+    case Kind::completion: fmt::print("{}", rb::app::bash_completion()); return 0;
     default: break;
   }
   if (cmd->kind == Kind::job) {

@@ -14,6 +14,12 @@ constexpr std::pair<const char*, Op> kOps[] = {{"write", Op::write}, {"read", Op
                                                {"fadd", Op::fadd},           {"cswap", Op::cswap}};
 }  // namespace
 
+std::vector<std::string> op_names() {
+  std::vector<std::string> out;
+  for (auto [name, op] : kOps) out.push_back(name);
+  return out;
+}
+
 Result<Op> parse_op(const std::string& s) {
   for (auto [name, op] : kOps)
     if (s == name) return op;

@@ -16,6 +16,7 @@ namespace rb::model {
 using transport::Op;
 enum class Mode { bw, lat };
 const char* mode_name(Mode m);
+std::vector<std::string> op_names();             // every --op name, in --help's order
 Result<Op> parse_op(const std::string& s);      // "write-imm" -> Op::write_imm; errors name --op
 bool is_atomic(Op op);                          // fadd, cswap: 8-byte ops on one counter per endpoint
 bool is_rma(Op op);                             // write, write-imm, read: a target offset in the peer's region

@@ -1,6 +1,7 @@
 """What an installed vrdma gives a C programmer: `cmake --install` into a fresh prefix, then a
 program built against libvrdma.so.1 with `pkg-config --cflags --libs vrdma`, and another with
 CMake's find_package(vrdma), each run against a router (src/vrdma/lib/CMakeLists.txt)."""
+import json
 import os
 import shutil
 import subprocess
@@ -180,3 +181,30 @@ def test_the_router_needs_no_privilege(world):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def complete(script, *words):
+    """What bash offers for the last of `words` after `rdmabench`, with the installed script."""
+    line = " ".join(words)
+    r = run(["bash", "-c", f'source "{script}"; COMP_WORDS=(rdmabench {line}); COMP_CWORD={len(words)}; '
+                           '_rdmabench; printf "%s\\n" "${COMPREPLY[@]}"'])
+    assert r.returncode == 0, r.stderr
+    return set(r.stdout.split())
+
+
+def test_bash_completion_offers_what_this_build_accepts(root_tree):
+    """The installed completion is made from the flag table and the registry: every flag of
+    --help, every transport --list names, and the -o keys."""
+    script = next(root_tree.rglob("bash-completion/completions/rdmabench"))
+    helped = run([str(BUILD / "rdmabench"), "--help"]).stdout
+    # Each option line of --help starts with its names: "  -n,--iters UINT ...".
+    firsts = [line.split()[0] for line in helped.splitlines() if line.startswith("  -")]
+    flags = {name.split("=")[0] for first in firsts for name in first.split(",") if name.startswith("--")}
+    assert flags and flags <= complete(script, "--"), sorted(flags - complete(script, "--"))
+    assert {"--threads", "--thread-gap"} == complete(script, "--thr")
+    listed = json.loads(run([str(BUILD / "rdmabench"), "--list", "json"]).stdout)
+    names = {t["name"] for t in listed["transports"] if not t["test_only"]}
+    assert names and names <= complete(script, "-t", "")
+    assert "ofi:shm" in complete(script, "-t", "ofi")
+    assert "sndbuf=" in complete(script, "-o", "s")
+    assert {"write-imm", "write"} == complete(script, "--op", "wri")
