@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the software NIC)
   vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]... [--insecure-link]]
-         [--threads N] [--quiet]
+         [--threads N] [--metrics [HOST:]PORT] [--quiet]
 
   --socket PATH   the Unix socket clients connect to (default: $VRDMA_SOCKET, else
                   $XDG_RUNTIME_DIR/vrdma.sock, else /run/vrdma/vrdma.sock)
@@ -39,6 +39,10 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
                   who reaches the port (a test bed); without it --listen needs the cluster's key
   --threads N     threads moving router-path bytes (default 1: the control thread does it
                   too; N > 1: N threads of their own share the same-host QPs)
+  --metrics [HOST:]PORT  serve Prometheus' text format at http://HOST:PORT/metrics (HOST
+                  defaults to 127.0.0.1; port 0 picks one and logs it). A scraper of this host
+                  sees what its uid may, as vrdmactl stats; one of another host (bind HOST off
+                  loopback to allow it) sees every tenant
   --quiet         no log lines
   --version       print the version
 Stops on SIGINT or SIGTERM, removing its socket; SIGHUP reloads the link key file.
@@ -50,6 +54,20 @@ std::string fabric_provider(const std::string& v) {
   std::string p = v.substr(4);
   if (p == "tcp" || p == "verbs") return p + ";ofi_rxm";
   return p;
+}
+
+// "9478" (on 127.0.0.1), "127.0.0.1:9478", "[::1]:9478", "0.0.0.0:9478".
+bool parse_metrics(const std::string& v, rb::vrdma::RouterOptions& opts) {
+  size_t colon = v.rfind(':');
+  std::string host = colon == std::string::npos ? "127.0.0.1" : v.substr(0, colon);
+  std::string port = colon == std::string::npos ? v : v.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  char* end = nullptr;
+  long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end || p < 0 || p > 65535 || host.empty()) return false;
+  opts.metrics_host = host;
+  opts.metrics_port = uint16_t(p);
+  return true;
 }
 
 int usage_error(const std::string& message) {
@@ -93,6 +111,11 @@ Command parse_args(const std::vector<std::string>& args) {
       if (!v || *end || n < 1 || n > 64)
         return answered(usage_error(fmt::format("--threads {}: give 1 to 64 threads", v ? *v : std::string("(nothing)"))));
       c.opts.threads = int(n);
+    } else if (a == "--metrics") {
+      const std::string* v = value();
+      if (!v) return answered(usage_error("--metrics needs a value: [HOST:]PORT, e.g. 9478 or 127.0.0.1:9478"));
+      if (!parse_metrics(*v, c.opts)) return answered(usage_error(fmt::format(
+          "--metrics {}: give [HOST:]PORT with a numeric HOST and a port 0-65535, e.g. 9478 or 127.0.0.1:9478", *v)));
     } else if (a == "--socket" || a == "--config" || a == "--listen" || a == "--fabric" ||
                a == "--peer") {
       const std::string* v = value();

@@ -4,6 +4,7 @@ router promises: no tenant reaches another's QPs, no request costs the router mo
 work, the well-behaved tenant is served meanwhile, nothing is held without limit."""
 import json
 import os
+import re
 import resource
 import socket
 import struct
@@ -834,3 +835,71 @@ def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
     u1.close()
     peer.close()
     listener.close()
+
+
+# --- vrdmad --metrics ---------------------------------------------------------------------------
+
+SCRAPE = ("import sys, urllib.request\n"
+          "print(urllib.request.urlopen(f'http://127.0.0.1:{sys.argv[1]}/metrics', timeout=5).read().decode())")
+
+
+def metrics_router(router, config=None):
+    r = router(config, extra=["--metrics", "127.0.0.1:0"])
+    wait_for_text(r.log, "metrics at http://127.0.0.1:")
+    port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", r.log.read_text()).group(1))
+    return r, port
+
+
+def scrape(port, user=None):
+    p = run(["/usr/bin/python3", "-c", SCRAPE, str(port)], timeout=30, user=user)  # the venv is root's
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+@as_root
+def test_metrics_are_prometheus_text_and_each_uid_sees_what_it_may(router, world):
+    """vrdmad --metrics: Prometheus' text format over HTTP. A scraper of this host is known by the
+    uid /proc/net/tcp gives its socket: a tenant sees its own series, an admin every tenant's with
+    the links' and the router's, a uid in no tenant nothing."""
+    admin, stranger = NOBODY + 1, NOBODY + 2
+    r, port = metrics_router(router, f'[router]\nadmin_uids = [{admin}]\n\n[[tenant]]\nname = "t0"\nuids = [0]\n\n'
+                                     f'[[tenant]]\nname = "tn"\nuids = [{NOBODY}, {admin}]\n')
+    ready = world / "ready"
+    holder = subprocess.Popen([str(BUILD / "vrdma_client"), r.sock, "pd", "mr:65536", f"wait:{ready}"],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while not ready.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        everything = scrape(port)  # root
+        assert "# TYPE vrdma_tenant_registered_bytes gauge" in everything
+        assert 'vrdma_tenant_registered_bytes{tenant="t0"} 65536' in everything, everything
+        assert "vrdma_router_cpu_seconds_total " in everything and "# TYPE vrdma_tenant_requests_total counter" in everything
+        mine = scrape(port, user=NOBODY)
+        assert 'tenant="tn"' in mine and 'tenant="t0"' not in mine and "vrdma_router_" not in mine, mine
+        assert 'tenant="t0"' in scrape(port, user=admin)
+        nothing = scrape(port, user=stranger)
+        assert "is in no tenant" in nothing and "vrdma_tenant_" not in nothing, nothing
+    finally:
+        holder.communicate(input=b"", timeout=30)
+
+
+@as_root
+def test_silent_scrapers_stall_no_one_and_the_endpoint_recovers(router):
+    """Scrapers that connect and say nothing hold only the metrics thread, one at a time for at
+    most a second each; tenants are served meanwhile, and a real scrape is answered after."""
+    r, port = metrics_router(router)
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+    try:
+        assert_served(ping_result(start_ping(r.sock, 2)))
+    finally:
+        for s in silent:
+            s.close()
+    assert "vrdma_tenant_clients" in scrape(port)
+
+
+def test_metrics_flag_mistakes_are_one_line(world):
+    for value, needle in (("abc", "--metrics abc: give [HOST:]PORT"), ("1.2.3:99999", "--metrics 1.2.3:99999"),
+                          ("nohost:9478", "--metrics nohost: give a numeric address")):
+        p = run([VRDMAD, "--socket", str(world / "s"), "--metrics", value], timeout=10)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, p.stderr

@@ -49,6 +49,13 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
     epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
     if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->fabric_->wait_fd(), &fe) < 0) return sys_error("epoll_ctl");
   }
+  if (!r->opts_.metrics_host.empty()) {
+    auto m = MetricsServer::open(r->opts_.metrics_host, r->opts_.metrics_port);
+    if (!m) return m.status();
+    r->metrics_ = std::move(*m);
+    epoll_event me{EPOLLIN, {.u64 = kMetricsTag}};
+    if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->metrics_->wake_fd(), &me) < 0) return sys_error("epoll_ctl");
+  }
   return r;
 }
 
@@ -97,10 +104,8 @@ void Router::log(const std::string& line) const {
   if (!opts_.quiet) fmt::print(stderr, "vrdmad: {}\n", line);
 }
 
-Status Router::run(int stop_fd) {
-  stop_fd_ = stop_fd;
-  epoll_event ev{EPOLLIN, {.u64 = kStopTag}};
-  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0) return sys_error("epoll_ctl");
+// What the router serves, said once at start.
+void Router::log_start() const {
   log(fmt::format("serving on {} ({}){}", opts_.socket_path,
                   opts_.tenants.from_config() ? fmt::format("{} tenants", opts_.tenants.configured().size())
                                               : "no [[tenant]] in a config: every uid its own tenant",
@@ -111,6 +116,16 @@ Status Router::run(int stop_fd) {
     log(fmt::format("link messages are NOT authenticated (--insecure-link): any host that reaches {} can link to "
                     "this router and reach its tenants' QPs",
                     proto::to_string(opts_.listen)));
+  if (metrics_) log(fmt::format("metrics at http://{}:{}/metrics", opts_.metrics_host.find(':') == std::string::npos
+                                                                         ? opts_.metrics_host : "[" + opts_.metrics_host + "]",
+                                 metrics_->port()));
+}
+
+Status Router::run(int stop_fd) {
+  stop_fd_ = stop_fd;
+  epoll_event ev{EPOLLIN, {.u64 = kStopTag}};
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) < 0) return sys_error("epoll_ctl");
+  log_start();
   greet_peers();
   if (Status st = start_data_threads(); !st) return st;
   struct Stop {
@@ -191,6 +206,10 @@ Status Router::handle_event(const epoll_event& ev, bool& stop) {
   // worth spinning for (a kick for a throttled QP is not).
   if (tag == kKickTag) return {};  // a QP's kick: edge-triggered, never read (see route_qp)
   if (tag == kFabricTag) return {};
+  if (tag == kMetricsTag) {  // the metrics thread waits for the text of a scrape
+    metrics_->answer([this](const MetricsAsk& ask) { return metrics_text(ask); });
+    return {};
+  }
   if (tag == kListenTag) return accept_clients();
   auto it = sessions_.find(uint32_t(tag));
   if (it == sessions_.end()) return {};
@@ -432,6 +451,15 @@ uint32_t Router::fresh_key(uint32_t mask) {
   }
 }
 
+// A scrape's text: a connection from another host sees all (the operator bound the endpoint off
+// loopback); one from this host as its uid may, like vrdmactl stats.
+std::string Router::metrics_text(const MetricsAsk& ask) const {
+  if (!ask.local || opts_.tenants.router().is_admin(ask.uid)) return stats_prometheus(snapshot(nullptr));
+  auto t = opts_.tenants.of_uid(ask.uid);
+  if (!t) return "# uid " + std::to_string(ask.uid) + " is in no tenant of this router\n";
+  return stats_prometheus(snapshot(&t->name));
+}
+
 // The figures a client may see: its tenant's, or (an admin) every tenant's, the links and the router's.
 StatsSnapshot Router::snapshot(const std::string* only) const {
   StatsSnapshot out;
@@ -445,6 +473,7 @@ StatsSnapshot Router::snapshot(const std::string* only) const {
                            queued.count(name) ? queued.at(name) : 0});
   }
   out.admin = !only;
+  if (only && out.tenants.empty()) out.tenants.push_back({*only});  // its own row, before it has any figure
   if (only) return out;
   out.links = links_figures();
   // The router's own CPU since it started: the cost of being the NIC.

@@ -26,6 +26,7 @@
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/link.hh"
+#include "vrdma/router/metrics.hh"
 #include "vrdma/router/stats.hh"
 #include "vrdma/proto/qp_layout.hh"
 #include "vrdma/router/client_fds.hh"
@@ -53,6 +54,9 @@ struct RouterOptions {
   // taken only when they prove one. Empty only with --insecure-link.
   std::vector<LinkKey32> link_keys;
   std::string link_key_file;  // reloaded on SIGHUP
+  // --metrics: where Prometheus' text format is served (empty host: not served).
+  std::string metrics_host;
+  uint16_t metrics_port = 0;
 };
 
 // Another host's router, as this one knows it.
@@ -230,13 +234,18 @@ class Router final : private LinkSink {
   ~Router();
   // Serves until `stop_fd` (an eventfd or a signalfd) becomes readable.
   Status run(int stop_fd);
+  // The port --metrics serves on (0: not served).
+  uint16_t metrics_port() const { return metrics_ ? metrics_->port() : 0; }
   // Every tenant's row and the links, or (only) one tenant's.
   StatsSnapshot snapshot(const std::string* only = nullptr) const;
+  std::string metrics_text(const MetricsAsk& ask) const;
+  void log_start() const;
 
  private:
   explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
   // What woke the control thread's epoll (a session's events carry its id, below 2^32).
-  static constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60;
+  static constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60,
+                            kMetricsTag = 1ull << 59;
   Status accept_clients();
   Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
@@ -356,6 +365,7 @@ class Router final : private LinkSink {
   UniqueFd listen_, epoll_;
   // Before the sessions and the released regions: their registrations close while it is open.
   std::unique_ptr<Fabric> fabric_;  // to the routers of other hosts (with --listen)
+  std::unique_ptr<MetricsServer> metrics_;  // --metrics
   // Regions released while the fabric might still be writing into them (a peer's RMA that
   // passed the key check before the revocation): kept mapped until the deadline (ns).
   struct Released {

@@ -38,7 +38,77 @@ nlohmann::json link_json(const LinkFigures& l) {
           {"unreachable", l.unreachable}, {"qps", l.qps}};
 }
 
+// A label value as Prometheus' text format writes it: backslash, quote and newline escaped.
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+// One metric family: its HELP and TYPE lines, then a sample per labelled value.
+template <typename Rows, typename Labels, typename Value>
+void family(std::string& out, const char* name, const char* type, const char* help, const Rows& rows, Labels labels,
+            Value value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  for (const auto& r : rows) {
+    std::string l = labels(r);
+    out += l.empty() ? fmt::format("{} {}\n", name, value(r)) : fmt::format("{}{{{}}} {}\n", name, l, value(r));
+  }
+}
+
+void tenant_families(std::string& out, const std::vector<TenantFigures>& t) {
+  auto by = [](const TenantFigures& r) { return fmt::format("tenant=\"{}\"", label(r.name)); };
+  using F = const TenantFigures&;
+  family(out, "vrdma_tenant_clients", "gauge", "Connections of the tenant's processes.", t, by, [](F r) { return r.clients; });
+  family(out, "vrdma_tenant_pds", "gauge", "Protection domains held.", t, by, [](F r) { return r.pds; });
+  family(out, "vrdma_tenant_mrs", "gauge", "Memory regions held.", t, by, [](F r) { return r.mrs; });
+  family(out, "vrdma_tenant_qps", "gauge", "Queue pairs held.", t, by, [](F r) { return r.qps; });
+  family(out, "vrdma_tenant_registered_bytes", "gauge", "Bytes of memory regions held.", t, by, [](F r) { return r.reg_bytes; });
+  family(out, "vrdma_tenant_ring_bytes", "gauge", "Bytes of QP and SRQ memory held.", t, by, [](F r) { return r.ring_bytes; });
+  family(out, "vrdma_tenant_requests_total", "counter", "Control requests made.", t, by, [](F r) { return r.requests; });
+  family(out, "vrdma_tenant_errors_total", "counter", "Control requests refused or failed.", t, by, [](F r) { return r.errors; });
+  family(out, "vrdma_tenant_refused_clients_total", "counter", "Connections refused (a cap).", t, by, [](F r) { return r.refused; });
+  family(out, "vrdma_tenant_routed_ops_total", "counter", "Work requests the router moved.", t, by, [](F r) { return r.routed_ops; });
+  family(out, "vrdma_tenant_routed_bytes_total", "counter", "Bytes the router moved.", t, by, [](F r) { return r.routed_bytes; });
+  family(out, "vrdma_tenant_throttled_seconds_total", "counter", "Time its requests waited for its rate limits.", t, by,
+         [](F r) { return fmt::format("{:.3f}", double(r.throttled_ms) / 1000); });
+  family(out, "vrdma_tenant_queued_requests", "gauge", "Requests waiting in its router-path send rings.", t, by,
+         [](F r) { return r.queued; });
+}
+
+void router_families(std::string& out, const StatsSnapshot& s) {
+  auto by = [](const LinkFigures& l) { return fmt::format("router=\"{}\",configured=\"{}\"", label(l.router), l.configured); };
+  using L = const LinkFigures&;
+  family(out, "vrdma_link_up", "gauge", "1 while the router of another host is reachable.", s.links, by,
+         [](L l) { return l.unreachable || !l.heard_s_ago ? 0 : 1; });
+  std::vector<LinkFigures> heard;
+  for (const auto& l : s.links)
+    if (l.heard_s_ago) heard.push_back(l);
+  family(out, "vrdma_link_last_heard_seconds", "gauge", "Seconds since the router of another host last spoke.", heard, by,
+         [](L l) { return fmt::format("{:.3f}", *l.heard_s_ago); });
+  family(out, "vrdma_link_qps", "gauge", "This router's QPs whose peers that router serves.", s.links, by, [](L l) { return l.qps; });
+  auto none = [](int) { return std::string(); };
+  std::vector<int> one{0};
+  family(out, "vrdma_router_cpu_seconds_total", "counter", "CPU the router has used.", one, none,
+         [&](int) { return fmt::format("{:.3f}", s.router.cpu_s); });
+  family(out, "vrdma_router_uptime_seconds", "gauge", "Seconds since the router started.", one, none,
+         [&](int) { return fmt::format("{:.3f}", s.router.up_s); });
+  family(out, "vrdma_router_routed_qps", "gauge", "QPs whose bytes the router moves.", one, none,
+         [&](int) { return s.router.routed_qps; });
+}
+
 }  // namespace
+
+std::string stats_prometheus(const StatsSnapshot& s) {
+  std::string out;
+  tenant_families(out, s.tenants);
+  if (s.admin) router_families(out, s);
+  return out;
+}
 
 std::string stats_table(const StatsSnapshot& s, size_t room) {
   std::string out = fmt::format(fmt::runtime(kRowFormat), "tenant", "clients", "pds", "mrs", "qps", "reg_bytes", "requests",

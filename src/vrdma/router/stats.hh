@@ -42,5 +42,8 @@ struct StatsSnapshot {
 std::string stats_table(const StatsSnapshot& s, size_t room);
 // The same as one JSON object, at most `room` bytes likewise ("more_tenants").
 std::string stats_json(const StatsSnapshot& s, size_t room);
+// The same in Prometheus' text format (vrdmad --metrics), every tenant: a scrape has no packet
+// to fit in.
+std::string stats_prometheus(const StatsSnapshot& s);
 
 }  // namespace rb::vrdma

@@ -1,0 +1,60 @@
+#pragma once
+// vrdmad --metrics: the router's figures in Prometheus' text format over HTTP, for a scraper.
+// It is served on a thread of its own, one connection at a time with a 1 s deadline for each, so
+// a slow or hostile scraper costs the router nothing; the thread asks the control loop for the
+// text through an eventfd and never reads the router's tables itself.
+//
+// Who sees what is as for `vrdmactl stats`: a connection from this host is known by the uid that
+// /proc/net/tcp gives its socket; a tenant sees its own series, root and admin_uids every tenant's,
+// the links' and the router's, and a uid in no tenant nothing. A connection from another host
+// (possible only when the operator binds the endpoint off loopback) sees everything.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/status.hh"
+#include "core/unique_fd.hh"
+
+namespace rb::vrdma {
+
+struct MetricsAsk {
+  bool local = false;  // from this host, by `uid`; else from another host
+  uint32_t uid = 0;
+};
+
+class MetricsServer {
+ public:
+  // Listens at host:port (a numeric address; port 0 picks one).
+  static Result<std::unique_ptr<MetricsServer>> open(const std::string& host, uint16_t port);
+  ~MetricsServer();
+  uint16_t port() const { return port_; }
+  // Readable while the thread waits for an answer: the control loop then calls answer().
+  int wake_fd() const { return wake_.get(); }
+  // Control loop: the waiting ask, if any, answered with render(ask).
+  void answer(const std::function<std::string(const MetricsAsk&)>& render);
+
+ private:
+  MetricsServer() = default;
+  void serve();
+  void serve_one(int fd);
+  std::optional<std::string> body_for(const MetricsAsk& ask);
+
+  UniqueFd listen_, wake_, stop_;
+  uint16_t port_ = 0;
+  std::mutex mu_;
+  std::condition_variable answered_;
+  std::optional<MetricsAsk> pending_;
+  std::optional<std::string> answer_;
+  std::thread thread_;
+};
+
+// The uid owning the TCP socket of this host that is connected from `peer` to `self` (both as
+// accept and getsockname give them), read from /proc/net/tcp or tcp6; none when no local socket is.
+std::optional<uint32_t> local_peer_uid(const void* peer, const void* self);
+
+}  // namespace rb::vrdma
