@@ -41,20 +41,39 @@ static int fill_and_check(struct vrdma_mr* mr) {
   return 0;
 }
 
+/* A QP on context `a` connected to one on `b`, each with a PD, a CQ and a region of `len` bytes
+ * with `access`: the two ends the data steps below use (left to the process's end). */
+struct two_ends {
+  struct vrdma_pd *pa, *pb;
+  struct vrdma_cq *ca, *cb;
+  struct vrdma_mr *ma, *mb;
+  struct vrdma_qp *qa, *qb;
+};
+
+static int connect_ends(struct vrdma_context* a, struct vrdma_context* b, unsigned flags, size_t len, unsigned access,
+                        struct two_ends* e) {
+  e->pa = vrdma_alloc_pd(a), e->pb = vrdma_alloc_pd(b);
+  e->ca = e->pa ? vrdma_create_cq(a, 16) : NULL, e->cb = e->pb ? vrdma_create_cq(b, 16) : NULL;
+  e->ma = e->cb ? vrdma_alloc_mr(e->pa, len, access) : NULL;
+  e->mb = e->ma ? vrdma_alloc_mr(e->pb, len, access) : NULL;
+  if (!e->mb) return -errno;
+  struct vrdma_qp_init_attr at = {e->ca, e->ca, 8, 8, 0, 0, flags, NULL}, bt = {e->cb, e->cb, 8, 8, 0, 0, flags, NULL};
+  e->qa = vrdma_create_qp(e->pa, &at), e->qb = vrdma_create_qp(e->pb, &bt);
+  if (!e->qa || !e->qb) return -errno;
+  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(e->qa, aa, sizeof aa);
+  vrdma_qp_address(e->qb, ab, sizeof ab);
+  return vrdma_connect_qp(e->qb, aa, sizeof aa) || vrdma_connect_qp(e->qa, ab, sizeof ab) ? -errno : 0;
+}
+
 /* Zero-length WRITE, READ and WRITE with immediate, under rkey 0 and address 0, from a QP on
  * `a` to its peer on `b`: each must complete with success, and the immediate must arrive. */
 static int zero_length_ops(struct vrdma_context* a, struct vrdma_context* b, unsigned flags) {
-  struct vrdma_pd *pa = vrdma_alloc_pd(a), *pb = vrdma_alloc_pd(b);
-  struct vrdma_cq *ca = pa ? vrdma_create_cq(a, 16) : NULL, *cb = pb ? vrdma_create_cq(b, 16) : NULL;
-  struct vrdma_mr* mb = cb ? vrdma_alloc_mr(pb, 64, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
-  if (!mb) return -errno;
-  struct vrdma_qp_init_attr at = {ca, ca, 8, 8, 0, 0, flags, NULL}, bt = {cb, cb, 8, 8, 0, 0, flags, NULL};
-  struct vrdma_qp *qa = vrdma_create_qp(pa, &at), *qb = vrdma_create_qp(pb, &bt);
-  if (!qa || !qb) return -errno;
-  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
-  vrdma_qp_address(qa, aa, sizeof aa);
-  vrdma_qp_address(qb, ab, sizeof ab);
-  if (vrdma_connect_qp(qb, aa, sizeof aa) || vrdma_connect_qp(qa, ab, sizeof ab)) return -errno;
+  struct two_ends e;
+  if (connect_ends(a, b, flags, 64, VRDMA_ACCESS_LOCAL_WRITE, &e)) return -errno;
+  struct vrdma_qp *qa = e.qa, *qb = e.qb;
+  struct vrdma_cq *ca = e.ca, *cb = e.cb;
+  struct vrdma_mr* mb = e.mb;
   struct vrdma_sge rs = {(uint64_t)(uintptr_t)mb->addr, 64, mb->lkey};
   struct vrdma_recv_wr rw = {7, NULL, &rs, 1}, *rbad;
   if (vrdma_post_recv(qb, &rw, &rbad)) return -errno;
@@ -108,18 +127,11 @@ static int same8(const unsigned char* p, size_t base, const unsigned char* q) {
  * a QP on `a` to its peer on `b` (the fabric between routers takes fewer pieces a post). */
 static int eight_sge_ops(struct vrdma_context* a, struct vrdma_context* b, unsigned flags) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_READ;
-  struct vrdma_pd *pa = vrdma_alloc_pd(a), *pb = vrdma_alloc_pd(b);
-  struct vrdma_cq *ca = pa ? vrdma_create_cq(a, 16) : NULL, *cb = pb ? vrdma_create_cq(b, 16) : NULL;
-  struct vrdma_mr* ma = cb ? vrdma_alloc_mr(pa, 16384, rw) : NULL;
-  struct vrdma_mr* mb = ma ? vrdma_alloc_mr(pb, 16384, rw) : NULL;
-  if (!mb) return -errno;
-  struct vrdma_qp_init_attr at = {ca, ca, 8, 8, 0, 0, flags, NULL}, bt = {cb, cb, 8, 8, 0, 0, flags, NULL};
-  struct vrdma_qp *qa = vrdma_create_qp(pa, &at), *qb = vrdma_create_qp(pb, &bt);
-  if (!qa || !qb) return -errno;
-  unsigned char aa[VRDMA_ADDRESS_BYTES], ab[VRDMA_ADDRESS_BYTES];
-  vrdma_qp_address(qa, aa, sizeof aa);
-  vrdma_qp_address(qb, ab, sizeof ab);
-  if (vrdma_connect_qp(qb, aa, sizeof aa) || vrdma_connect_qp(qa, ab, sizeof ab)) return -errno;
+  struct two_ends e;
+  if (connect_ends(a, b, flags, 16384, rw, &e)) return -errno;
+  struct vrdma_qp *qa = e.qa, *qb = e.qb;
+  struct vrdma_cq *ca = e.ca, *cb = e.cb;
+  struct vrdma_mr *ma = e.ma, *mb = e.mb;
   unsigned char *pa_ = ma->addr, *pb_ = mb->addr;
   for (int i = 0; i < 16384; ++i) pa_[i] = (unsigned char)(i * 7 + 1), pb_[i] = (unsigned char)(i * 3 + 5);
   struct vrdma_wc wc;

@@ -557,6 +557,16 @@ static uint8_t* only_qp_memory(void) {
   return p;
 }
 
+/* A signaled SEND of `sge`. */
+static struct vrdma_send_wr signaled_send(struct vrdma_sge* sge) {
+  struct vrdma_send_wr wr = {0};
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_SEND;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  return wr;
+}
+
 static int withdrawn(struct vrdma_context* ctx) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 64) : NULL;
@@ -576,11 +586,7 @@ static int withdrawn(struct vrdma_context* ctx) {
   *below = UINT64_MAX;
   *tail = *head + (1ull << 62);
   struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, 8, mr->lkey};
-  struct vrdma_send_wr wr = {0}, *bad;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = VRDMA_WR_SEND;
-  wr.send_flags = VRDMA_SEND_SIGNALED;
+  struct vrdma_send_wr wr = signaled_send(&sge), *bad;
   if (vrdma_post_send(a, &wr, &bad)) return die("post");
   struct vrdma_wc wc;
   int status = -1;
@@ -636,11 +642,7 @@ static int withdrawn_many(struct vrdma_context* ctx, int pairs, double seconds) 
     senders[i] = a;
   }
   struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, 8, mr->lkey};
-  struct vrdma_send_wr wr = {0}, *bad;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = VRDMA_WR_SEND;
-  wr.send_flags = VRDMA_SEND_SIGNALED;
+  struct vrdma_send_wr wr = signaled_send(&sge), *bad;
   long sends = 0;
   for (int i = 0; i < pairs; ++i, ++sends)
     if (vrdma_post_send(senders[i], &wr, &bad)) return die("post");
