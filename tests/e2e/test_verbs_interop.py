@@ -165,6 +165,21 @@ def test_devinfo_shows_port_and_gid(hosts):
     bed = hosts.get("bed")
     gid = f"::ffff:{bed.addr(1, 'b')}" if bed else "::ffff:127.0.0.1"
     assert f"GID[  0]:\t\t{gid}, RoCE v2" in r.stdout
+    # and a link-local GID from the node GUID, as a NIC has one on its link
+    assert "gid_tbl_len:\t\t2" in r.stdout and "GID[  1]:\t\tfe80::" in r.stdout
+
+
+def test_perftest_on_the_link_local_gid(hosts, free_port):
+    """perftest -x 1 (the second GID, link-local) on one host connects as -x 0 does; across hosts a
+    link-local GID names no router to reach, and the verbs layer says so in a line."""
+    argv = ["ib_write_lat", "-p", str(free_port), "-x", "1", "-n", "200"]
+    if "bed" not in hosts:
+        src, sout, cli = pair(hosts, argv)
+        assert src == 0 and cli.returncode == 0, sout + cli.stdout + cli.stderr
+        return
+    src, sout, cli = pair(hosts, argv)
+    assert cli.returncode != 0 or src != 0
+    assert "another host's link-local one (GID index 1)" in sout + cli.stdout + cli.stderr, sout + cli.stdout + cli.stderr
 
 
 @pytest.mark.parametrize("args", [["-c"], ["-c", "-e"], ["-c", "-s", "65536", "-n", "100"]], ids=["poll", "events", "64K"])

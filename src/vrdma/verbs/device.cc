@@ -58,10 +58,19 @@ void derive_gid(Context& c) {
   vrdma_query_router(c.v, &c.router);
   if (c.router.port == 0 || !std::memcmp(c.router.ip, kZero, 16) || !std::memcmp(c.router.ip, kMappedAny, 16)) {
     static constexpr uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
-    std::memcpy(c.gid.raw, kLoopback, 16);
-    return;
+    std::memcpy(c.gids[0].raw, kLoopback, 16);
+  } else {
+    std::memcpy(c.gids[0].raw, c.router.ip, 16);
   }
-  std::memcpy(c.gid.raw, c.router.ip, 16);
+  // fe80::/64 and an interface id, as NICs make theirs from their MAC: here the node GUID mixed
+  // with the router's address, since hosts that share a host name (containers, namespaces) have
+  // routers of their own.
+  uint64_t id = the_device().guid;
+  for (size_t i = 0; i < sizeof c.router; ++i) id = (id ^ reinterpret_cast<const uint8_t*>(&c.router)[i]) * 1099511628211ull;
+  c.gids[1].raw[0] = 0xfe;
+  c.gids[1].raw[1] = 0x80;
+  std::memcpy(c.gids[1].raw + 8, &id, 8);
+  c.gids[1].raw[8] ^= 0x02;
 }
 
 void fill_device_attr(ibv_device_attr& a) {
@@ -93,7 +102,7 @@ void fill_port_attr(ibv_port_attr* a, size_t len) {
   ibv_port_attr p{};
   p.state = IBV_PORT_ACTIVE;
   p.max_mtu = p.active_mtu = IBV_MTU_4096;
-  p.gid_tbl_len = 1;
+  p.gid_tbl_len = Context::kGids;
   p.max_msg_sz = 1u << 31;
   p.pkey_tbl_len = 1;
   p.active_width = 2;   // 4x
@@ -104,7 +113,7 @@ void fill_port_attr(ibv_port_attr* a, size_t len) {
   std::memcpy(a, &p, len < sizeof p ? len : sizeof p);
 }
 
-int check_port_gid(uint32_t port, uint32_t index) { return port == 1 && index == 0 ? 0 : EINVAL; }
+int check_port_gid(uint32_t port, uint32_t index) { return port == 1 && index < uint32_t(Context::kGids) ? 0 : EINVAL; }
 
 }  // namespace
 
@@ -188,7 +197,7 @@ VERBS_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, union 
     errno = EINVAL;
     return -1;
   }
-  *gid = Context::of(ctx)->gid;
+  *gid = Context::of(ctx)->gids[index];
   return 0;
 }
 
@@ -197,7 +206,7 @@ VERBS_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t ind
   if (flags || entry_size < sizeof *entry) return EINVAL;
   if (int err = check_port_gid(port, index)) return err;
   std::memset(entry, 0, entry_size);
-  entry->gid = Context::of(ctx)->gid;
+  entry->gid = Context::of(ctx)->gids[index];
   entry->gid_index = index;
   entry->port_num = port;
   entry->gid_type = IBV_GID_TYPE_ROCE_V2;
@@ -207,9 +216,12 @@ VERBS_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t ind
 VERBS_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries, size_t max_entries,
                                           uint32_t flags, size_t entry_size) {
   if (flags || entry_size < sizeof *entries) return -EINVAL;
-  if (max_entries < 1) return -EINVAL;
-  int err = _ibv_query_gid_ex(ctx, 1, 0, entries, 0, entry_size);
-  return err ? -err : 1;
+  if (max_entries < size_t(Context::kGids)) return -EINVAL;
+  auto* at = reinterpret_cast<uint8_t*>(entries);
+  for (int i = 0; i < Context::kGids; ++i)
+    if (int err = _ibv_query_gid_ex(ctx, 1, uint32_t(i), reinterpret_cast<ibv_gid_entry*>(at + i * entry_size), 0, entry_size))
+      return -err;
+  return Context::kGids;
 }
 
 // enum ibv_gid_type_sysfs (driver.h): 1 is RoCE v2.

@@ -37,7 +37,13 @@ struct Device {
 struct Context {
   verbs_context vctx{};  // a real verbs_context: the inline verbs calls reach our ops through it
   vrdma_context* v = nullptr;
-  union ibv_gid gid{};   // the router's address, as a RoCE v2 GID
+  // The GID table: [0] the router's address as a RoCE v2 GID (IPv4-mapped, or its IPv6 address),
+  // which names this host's router to other hosts; [1] a link-local IPv6 GID (fe80::, from the
+  // node GUID and the router's address), which names it on this host alone, as a NIC's fe80:: GID
+  // does on its link.
+  static constexpr int kGids = 2;
+  union ibv_gid gids[kGids]{};
+  const union ibv_gid& gid() const { return gids[0]; }
   vrdma_router_address router{};
   UniqueFd async_fd;     // no asynchronous events happen; a reader blocks as on a quiet NIC
   std::mutex spans_mu;

@@ -2,6 +2,7 @@
 // number at the router its GID names), query and destroy.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <new>
 
 #include "vrdma/verbs/export.hh"
@@ -68,11 +69,15 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
 }
 
 // The router a peer's address names: ours when there is no GRH (a LID-only peer is on this host)
-// or its GID is ours; else the router listening at that GID on our router's port, as every
-// RoCE NIC listens on the same UDP port.
-vrdma_router_address router_of(const Context& c, const ibv_ah_attr& ah) {
+// or its GID is one of ours; else the router listening at that GID on our router's port, as every
+// RoCE NIC listens on the same UDP port. Another host's link-local GID names no address to reach:
+// nothing (the caller says so).
+std::optional<vrdma_router_address> router_of(const Context& c, const ibv_ah_attr& ah) {
   vrdma_router_address at{};
-  if (!ah.is_global || !std::memcmp(ah.grh.dgid.raw, c.gid.raw, 16)) return at;
+  if (!ah.is_global) return at;
+  for (const auto& g : c.gids)
+    if (!std::memcmp(ah.grh.dgid.raw, g.raw, 16)) return at;
+  if (ah.grh.dgid.raw[0] == 0xfe && (ah.grh.dgid.raw[1] & 0xc0) == 0x80) return std::nullopt;
   std::memcpy(at.ip, ah.grh.dgid.raw, 16);
   at.port = c.router.port;
   return at;
@@ -83,7 +88,13 @@ int connect(Qp& q, const ibv_qp_attr& attr, int mask) {
     say("modify_qp to RTR needs the peer's address and QP number (IBV_QP_AV, IBV_QP_DEST_QPN)");
     return EINVAL;
   }
-  vrdma_router_address at = router_of(*q.ctx, attr.ah_attr);
+  auto where = router_of(*q.ctx, attr.ah_attr);
+  if (!where) {
+    say("modify_qp to RTR: the peer's GID is another host's link-local one (GID index 1), which names no router "
+        "to reach; across hosts use GID index 0 (perftest -x 0), the router's address");
+    return EINVAL;
+  }
+  vrdma_router_address at = *where;
   if (q.connected) {  // RESET and back to the same peer: the connection was kept
     if (attr.dest_qp_num == q.attr.dest_qp_num && !std::memcmp(&at, &q.peer_router, sizeof at)) return 0;
     say("modify_qp: QP %#x was connected to QP %#x; connecting it to another is not supported", q.ex.qp_base.qp_num,
