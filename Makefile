@@ -5,11 +5,11 @@ BUILD ?= build
 VENV ?= .venv
 DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-dev nlohmann-json3-dev \
         libfmt-dev libgtest-dev iproute2 libtomlplusplus-dev libucx-dev \
-        libibverbs-dev ibverbs-providers ibverbs-utils perftest libpci3 ucx-utils help2man libopenmpi-dev openmpi-bin libpmix-dev libssl-dev
+        libibverbs-dev ibverbs-providers ibverbs-utils perftest libpci3 ucx-utils help2man lintian libopenmpi-dev openmpi-bin libpmix-dev libssl-dev
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 
-.PHONY: all deps venv build run test layers minimal unit e2e pytest compare report fuzz fuzz-short clean
+.PHONY: all deps venv build run test layers minimal unit e2e pytest compare report fuzz fuzz-short clean deb
 
 all: build
 
@@ -56,6 +56,12 @@ test: layers unit pytest minimal fuzz-short
 layers: build
 	@[ -d $(BUILD)/.cmake/api/v1/reply ] || cmake -S . -B $(BUILD) >/dev/null
 	python3 tests/layers/check_layers.py $(BUILD)
+
+# Debian packages of this build (rdmabench, vrdma, vrdma-dev) in $(BUILD)/packages: cpack over the
+# same install rules, prefix /usr, config in /etc (cmake/package.cmake).
+deb: build
+	$(if $(DEB_MAINTAINER),cmake -S . -B $(BUILD) -DRB_DEB_MAINTAINER="$(DEB_MAINTAINER)" >/dev/null,)
+	cpack --config $(BUILD)/CPackConfig.cmake -G DEB -B $(BUILD)/packages
 
 # The same sources built without any optional library, as a cluster without UCX or a laptop
 # without libfabric would build them, and what that build must still do.
