@@ -5,7 +5,8 @@
 // by its own pairs against the pairs it takes no part in, once as a sender (its row) and once as
 // a receiver (its column): a slow link shows in both, a slow sender or receiver in one, whatever
 // the number of hosts (3 and up) and however many of the pairs it is in. A host is named only when
-// it is slow in every repeat judged alone, so one noisy repeat names nobody.
+// it is slow, and its pairs all worse than all the others, in every repeat judged alone, so noise
+// names nobody.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
