@@ -68,13 +68,9 @@ HostSide judge_side(const Cells& all, const std::map<int, Cells>& by_repeat, int
   for (const auto& [repeat, cells] : by_repeat) {
     auto s = score(cells, h, as_sender, is_bw);
     if (!s) continue;
-    side.worst_repeat_ratio = side.repeats_judged ? (is_bw ? std::min(side.worst_repeat_ratio, s->ratio)
-                                                           : std::max(side.worst_repeat_ratio, s->ratio))
-                                                  : s->ratio;
-    side.best_repeat_ratio = side.repeats_judged ? (is_bw ? std::max(side.best_repeat_ratio, s->ratio)
-                                                          : std::min(side.best_repeat_ratio, s->ratio))
-                                                 : s->ratio;
-    ++side.repeats_judged;
+    bool first = side.repeats_judged++ == 0;
+    side.repeat_ratio_min = first ? s->ratio : std::min(side.repeat_ratio_min, s->ratio);
+    side.repeat_ratio_max = first ? s->ratio : std::max(side.repeat_ratio_max, s->ratio);
     side.repeats_slow += slow_score(*s, is_bw, t);
   }
   side.slow = slow_score(*overall, is_bw, t) && side.repeats_judged > 0 && side.repeats_slow == side.repeats_judged;
@@ -85,8 +81,7 @@ nlohmann::json side_json(const HostSide& s) {
   if (!s.judged) return nullptr;
   return {{"ratio", s.ratio}, {"median", s.median}, {"others_median", s.others_median},
           {"repeats_judged", s.repeats_judged}, {"repeats_slow", s.repeats_slow},
-          {"repeat_ratio_min", std::min(s.worst_repeat_ratio, s.best_repeat_ratio)},
-          {"repeat_ratio_max", std::max(s.worst_repeat_ratio, s.best_repeat_ratio)}, {"slow", s.slow}};
+          {"repeat_ratio_min", s.repeat_ratio_min}, {"repeat_ratio_max", s.repeat_ratio_max}, {"slow", s.slow}};
 }
 
 }  // namespace

@@ -70,8 +70,7 @@ std::string side_text(const HostSide& s, const char* what) {
   if (!s.judged) return fmt::format("{} -", what);
   std::string text = fmt::format("{} {:.2f} x", what, s.ratio);
   if (s.repeats_judged > 1)
-    text += fmt::format(" ({:.2f}-{:.2f} over {} repeats)", std::min(s.worst_repeat_ratio, s.best_repeat_ratio),
-                        std::max(s.worst_repeat_ratio, s.best_repeat_ratio), s.repeats_judged);
+    text += fmt::format(" ({:.2f}-{:.2f} over {} repeats)", s.repeat_ratio_min, s.repeat_ratio_max, s.repeats_judged);
   return s.slow ? text + " SLOW" : text;
 }
 

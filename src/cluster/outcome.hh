@@ -69,7 +69,7 @@ struct HostSide {
   double ratio = 0;          // median of its pairs / median of the pairs without it
   double median = 0, others_median = 0;
   int repeats_judged = 0, repeats_slow = 0;
-  double worst_repeat_ratio = 0, best_repeat_ratio = 0;  // the spread of `ratio` over the repeats
+  double repeat_ratio_min = 0, repeat_ratio_max = 0;  // the spread of `ratio` over the repeats
   bool slow = false;         // slow overall and in every repeat judged
 };
 

@@ -54,7 +54,8 @@ std::string read_head(int fd, std::chrono::steady_clock::time_point until) {
     pollfd p{fd, POLLIN, 0};
     if (left <= 0 || poll(&p, 1, left) <= 0) return "";
     ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n <= 0) return errno == EAGAIN && n < 0 ? head : "";
+    if (n < 0 && errno == EAGAIN) continue;  // woken for nothing: wait again, within the deadline
+    if (n <= 0) return "";
     head.append(buf, size_t(n));
   }
   return head;
