@@ -592,6 +592,61 @@ def test_fuzzing_the_link_port_leaves_nothing_behind(router, world, free_port):
     assert run([CTL, "--socket", r.sock, "stats"], timeout=10).returncode == 0
 
 
+def descriptors(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def hold_silent_link_connections(port, count, seconds):
+    """uid nobody opens `count` TCP connections to a --listen port that never send a byte."""
+    def drop_privileges():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count + 64, count + 64))
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    code = (f"import socket, time\nheld = [socket.create_connection(('127.0.0.1', {port})) for _ in range({count})]\n"
+            f"print(len(held), flush=True)\ntime.sleep({seconds})\n")
+    return subprocess.Popen(["python3", "-c", code], preexec_fn=drop_privileges, stdout=subprocess.PIPE, text=True)
+
+
+@as_root
+def test_silent_connections_to_the_link_port_are_bounded_and_shut(router, world, free_port):
+    """libfabric accepts the --listen port's connections and keeps each until it speaks: a stranger's
+    300 silent connections held 300 of the router's descriptors for as long as the stranger liked.
+    Now one host (one uid, on this host) holds at most max_link_conns_per_host (32) at once, a
+    connection that sends nothing is shut after 10 s, the tenants are served meanwhile, and a router
+    with the key still links."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    base = descriptors(r.proc.pid)
+    attack = hold_silent_link_connections(free_port, 300, 30)
+    assert attack.stdout.readline().strip() == "300"
+    ping = start_ping(r.sock, 3)
+    assert_served(ping_result(ping))
+    held = descriptors(r.proc.pid) - base
+    assert held <= 32 + 2, f"uid {NOBODY}'s 300 silent connections hold {held} of the router's descriptors"
+    deadline = time.time() + 15
+    while descriptors(r.proc.pid) > base and time.time() < deadline:
+        time.sleep(0.5)
+    assert descriptors(r.proc.pid) <= base, f"{descriptors(r.proc.pid) - base} connections still held after 10 s of silence"
+    attack.kill()
+    attack.wait()
+    log = r.log.read_text()
+    assert "past max_link_conns_per_host (32)" in log and "sent nothing for 10 s" in log, log
+    peer = world / "peer"
+    peer.mkdir()
+    cfg = peer / "c.toml"
+    cfg.write_text(cluster_config(world))
+    p = subprocess.Popen([VRDMAD, "--socket", str(peer / "s.sock"), "--listen", f"127.0.0.1:{free_port + 1}",
+                          "--peer", f"127.0.0.1:{free_port}", "--config", str(cfg)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while "link:" not in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout and time.time() < deadline:
+            time.sleep(0.2)
+        assert "link:" in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout
+    finally:
+        p.kill()
+        p.wait()
+
+
 class RawClient:
     """A client that speaks the control protocol itself and lays out its QP memory by hand
     (src/vrdma/proto/control.hh, qp_layout.hh, src/core/spsc_ring.hh), as a hostile one would."""

@@ -87,6 +87,10 @@ TEST(VrdmaTenants, TheRouterTableNamesAdminsAndTheConnectionCap) {
   EXPECT_FALSE(t->router().is_admin(1001));
   EXPECT_EQ(t->router().max_clients_per_uid, 8u);
   EXPECT_EQ(Tenants().router().max_clients_per_uid, 64u);
+  EXPECT_EQ(Tenants().router().max_link_conns_per_host, 32u);
+  auto links = Tenants::parse("[router]\nmax_link_conns_per_host=4\n", "--config c.toml");
+  ASSERT_TRUE(links) << links.status().message();
+  EXPECT_EQ(links->router().max_link_conns_per_host, 4u);
 }
 
 void expect_refused(const std::string& text, const std::string& needle) {
@@ -103,6 +107,7 @@ TEST(VrdmaTenants, EveryRefusalNamesTheFieldAndTheRule) {
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nmax_qps=-2\n", "tenant[0].max_qps");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nmax_mrs=\"x\"\n", "tenant[0].max_mrs");
   expect_refused("[router]\nmax_clients_per_uid=0\n", "router.max_clients_per_uid");
+  expect_refused("[router]\nmax_link_conns_per_host=0\n", "router.max_link_conns_per_host");
   expect_refused("[router]\nadmin_uids=[-3]\n", "router.admin_uids");
   expect_refused("[router]\nturbo=1\n", "unknown key \"turbo\"");
   expect_refused("[[tenant]]\nname=\"a\"\nuids=[1]\nrate_bytes=\"lots\"\n", "tenant[0].rate_bytes");

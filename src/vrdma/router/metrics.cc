@@ -9,28 +9,16 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "vrdma/router/tcp_owners.hh"
 
 namespace rb::vrdma {
 namespace {
 
 constexpr int kDeadlineMs = 1000;     // a connection's whole life: request in, answer out
 constexpr size_t kMaxRequest = 4096;  // a scrape's request line and headers
-
-// The address as /proc/net/tcp{,6} writes it: the 32-bit words in host order, in hex, then the port.
-std::string proc_net_text(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) {
-    const auto& s = reinterpret_cast<const sockaddr_in&>(a);
-    return fmt::format("{:08X}:{:04X}", s.sin_addr.s_addr, ntohs(s.sin_port));
-  }
-  const auto& s = reinterpret_cast<const sockaddr_in6&>(a);
-  uint32_t w[4];
-  std::memcpy(w, &s.sin6_addr, sizeof w);
-  return fmt::format("{:08X}{:08X}{:08X}{:08X}:{:04X}", w[0], w[1], w[2], w[3], ntohs(s.sin6_port));
-}
 
 // Writes all of `text` before the deadline, or gives up.
 void send_all(int fd, const std::string& text, std::chrono::steady_clock::time_point until) {
@@ -67,23 +55,6 @@ std::string http(const char* status, const std::string& type, const std::string&
 }
 
 }  // namespace
-
-std::optional<uint32_t> local_peer_uid(const void* peer_p, const void* self_p) {
-  const auto& peer = *static_cast<const sockaddr_storage*>(peer_p);
-  const auto& self = *static_cast<const sockaddr_storage*>(self_p);
-  std::string local = proc_net_text(peer), remote = proc_net_text(self);
-  std::ifstream f(peer.ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6");
-  std::string line;
-  std::getline(f, line);  // the header
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string sl, l, r, st, queues, timer, retransmits;
-    uint32_t uid = 0;
-    if (!(in >> sl >> l >> r >> st >> queues >> timer >> retransmits >> uid)) continue;
-    if (l == local && r == remote) return uid;
-  }
-  return std::nullopt;
-}
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& host, uint16_t port) {
   std::unique_ptr<MetricsServer> m(new MetricsServer());
@@ -148,7 +119,7 @@ void MetricsServer::serve_one(int fd) {
   getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl);
   getsockname(fd, reinterpret_cast<sockaddr*>(&self), &sl);
   MetricsAsk ask;
-  if (auto uid = local_peer_uid(&peer, &self)) ask = {true, *uid};
+  if (auto uid = local_peer_uid(peer, self)) ask = {true, *uid};
   auto body = body_for(ask);
   if (!body) return send_all(fd, http("503 Service Unavailable", "text/plain", "the router did not answer in time\n"), until);
   send_all(fd, http("200 OK", "text/plain; version=0.0.4; charset=utf-8", *body), until);

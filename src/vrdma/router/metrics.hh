@@ -53,8 +53,4 @@ class MetricsServer {
   std::thread thread_;
 };
 
-// The uid owning the TCP socket of this host that is connected from `peer` to `self` (both as
-// accept and getsockname give them), read from /proc/net/tcp or tcp6; none when no local socket is.
-std::optional<uint32_t> local_peer_uid(const void* peer, const void* self);
-
 }  // namespace rb::vrdma

@@ -48,6 +48,11 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
     r->fabric_ = std::move(*f);
     epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
     if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->fabric_->wait_fd(), &fe) < 0) return sys_error("epoll_ctl");
+    LinkGuardLimits limits{.per_host = r->opts_.tenants.router().max_link_conns_per_host};
+    auto g = LinkGuard::create(r->opts_.listen.port, limits, [router = r.get()](const std::string& line) { router->log(line); });
+    if (!g) return g.status();
+    r->link_guard_ = std::move(*g);
+    if (Status st = r->link_guard_->start(); !st) return st;
   }
   if (!r->opts_.metrics_host.empty()) {
     auto m = MetricsServer::open(r->opts_.metrics_host, r->opts_.metrics_port);

@@ -26,6 +26,7 @@
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/link.hh"
+#include "vrdma/router/link_guard.hh"
 #include "vrdma/router/metrics.hh"
 #include "vrdma/router/stats.hh"
 #include "vrdma/proto/qp_layout.hh"
@@ -366,6 +367,7 @@ class Router final : private LinkSink {
   // Before the sessions and the released regions: their registrations close while it is open.
   std::unique_ptr<Fabric> fabric_;  // to the routers of other hosts (with --listen)
   std::unique_ptr<MetricsServer> metrics_;  // --metrics
+  std::unique_ptr<LinkGuard> link_guard_;   // with --listen; stops before the fabric closes
   // Regions released while the fabric might still be writing into them (a peer's RMA that
   // passed the key check before the revocation): kept mapped until the deadline (ns).
   struct Released {

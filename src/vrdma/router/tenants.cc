@@ -98,10 +98,11 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const T
 }
 
 Result<RouterLimits> router_of(const toml::table& t, const std::string& where) {
-  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid", "link_key"};
+  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid", "max_link_conns_per_host", "link_key"};
   for (auto&& [k, v] : t)
     if (!known.count(std::string(k.str())))
-      return bad(where, fmt::format("unknown key \"{}\" (keys: admin_uids, max_clients_per_uid, link_key)", k.str()));
+      return bad(where, fmt::format("unknown key \"{}\" (keys: admin_uids, max_clients_per_uid, max_link_conns_per_host, "
+                                    "link_key)", k.str()));
   RouterLimits out;
   if (const toml::node* k = t.get("link_key")) {
     auto path = k->value<std::string>();
@@ -121,6 +122,10 @@ Result<RouterLimits> router_of(const toml::table& t, const std::string& where) {
   if (!n) return n.status();
   if (*n == 0) return bad(where + ".max_clients_per_uid", "must be an integer from 1 to 65536");
   out.max_clients_per_uid = uint32_t(*n);
+  n = count_field(t.get("max_link_conns_per_host"), where + ".max_link_conns_per_host", 1u << 16, out.max_link_conns_per_host);
+  if (!n) return n.status();
+  if (*n == 0) return bad(where + ".max_link_conns_per_host", "must be an integer from 1 to 65536");
+  out.max_link_conns_per_host = uint32_t(*n);
   return out;
 }
 

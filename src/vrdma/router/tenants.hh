@@ -18,6 +18,7 @@
 //   [router]               # optional: the router's own limits
 //   admin_uids = [1000]    # besides root, who sees every tenant's statistics
 //   max_clients_per_uid = 64  # connections one uid holds at once (absent: 64)
+//   max_link_conns_per_host = 32  # TCP connections to the --listen port from one host (absent: 32)
 //   link_key = "/etc/vrdma/link.key"  # the cluster's key: with --listen, routers prove it (link_auth.hh)
 //
 // Without a config every uid is a tenant of its own, named uid-<n>, with the default limits: a
@@ -57,6 +58,7 @@ TenantDefaults tenant_defaults();
 struct RouterLimits {
   std::vector<uint32_t> admin_uids;  // see every tenant's statistics (root always does)
   uint32_t max_clients_per_uid = 64;
+  uint32_t max_link_conns_per_host = 32;  // a peer of this host counts by its uid
   std::string link_key;  // a key file's path; empty: none
   bool is_admin(uint32_t uid) const;
 };

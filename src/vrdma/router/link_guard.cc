@@ -1,0 +1,164 @@
+#include "vrdma/router/link_guard.hh"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "vrdma/router/tcp_owners.hh"
+
+namespace rb::vrdma {
+
+constexpr int kLookMs = 1000;
+int64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+constexpr int64_t kReportNs = 10'000'000'000;
+
+struct LinkGuard::Conn {
+  int fd = -1;
+  uint64_t ino = 0;
+  int64_t first_ns = 0;
+  bool silent = false;  // nothing received yet
+  sockaddr_storage self{}, peer{};
+};
+
+Result<std::unique_ptr<LinkGuard>> LinkGuard::create(uint16_t port, LinkGuardLimits limits, Log log) {
+  std::unique_ptr<LinkGuard> g(new LinkGuard(port, limits, std::move(log)));
+  g->fd_dir_.reset(open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  g->null_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  g->slot_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  g->stop_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!g->fd_dir_ || !g->null_ || !g->slot_ || !g->stop_)
+    return Status(Errc::io, fmt::format("the --listen port's guard: {}", std::strerror(errno)));
+  return g;
+}
+
+Status LinkGuard::start() {
+  thread_ = std::thread([this] {
+    pollfd p{stop_.get(), POLLIN, 0};
+    for (int n; (n = poll(&p, 1, kLookMs)) == 0 || (n < 0 && errno == EINTR);) {
+      int64_t now = monotonic_ns();
+      report(sweep(now), now);
+    }
+  });
+  return {};
+}
+
+LinkGuard::~LinkGuard() {
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    (void)!write(stop_.get(), &one, sizeof one);
+    thread_.join();
+  }
+}
+
+// Whether `fd` is a connection accepted on the port; what it is, in `out`. The slot holds a dup of
+// it until the next look.
+bool LinkGuard::look_at(int fd, int64_t now_ns, Conn& out) {
+  if (fd == fd_dir_.get() || fd == slot_.get() || fd == null_.get() || fd == stop_.get()) return false;
+  if (dup3(fd, slot_.get(), O_CLOEXEC) < 0) return false;
+  struct stat st{};
+  if (fstat(slot_.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  socklen_t sl = sizeof out.self, pl = sizeof out.peer;
+  if (getsockname(slot_.get(), reinterpret_cast<sockaddr*>(&out.self), &sl) != 0) return false;
+  if (out.self.ss_family != AF_INET && out.self.ss_family != AF_INET6) return false;
+  uint16_t local_port = out.self.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(out.self).sin_port
+                                                      : reinterpret_cast<sockaddr_in6&>(out.self).sin6_port;
+  if (ntohs(local_port) != port_) return false;
+  if (getpeername(slot_.get(), reinterpret_cast<sockaddr*>(&out.peer), &pl) != 0) return false;  // the listener
+  tcp_info ti{};
+  socklen_t tl = sizeof ti;
+  if (getsockopt(slot_.get(), IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0) return false;
+  Seen& seen = seen_[fd];
+  if (seen.ino != st.st_ino) seen = {st.st_ino, now_ns};
+  out.fd = fd;
+  out.ino = st.st_ino;
+  out.first_ns = seen.first_ns;
+  // bytes_received came with Linux 4.1; before it, a connection counts as having spoken.
+  out.silent = tl >= offsetof(tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received && ti.tcpi_bytes_received == 0;
+  return true;
+}
+
+// Shuts down the connection at `fd` if it is still the one seen (`ino`).
+bool LinkGuard::shut(int fd, uint64_t ino) {
+  struct stat st{};
+  if (dup3(fd, slot_.get(), O_CLOEXEC) < 0 || fstat(slot_.get(), &st) != 0 || st.st_ino != ino) return false;
+  return shutdown(slot_.get(), SHUT_RDWR) == 0;
+}
+
+LinkGuard::Swept LinkGuard::sweep(int64_t now_ns) {
+  Swept s;
+  std::vector<Conn> conns;
+  std::map<int, Seen> still;
+  alignas(8) char buf[8192];
+  lseek(fd_dir_.get(), 0, SEEK_SET);
+  for (ssize_t n; (n = getdents64(fd_dir_.get(), buf, sizeof buf)) > 0;) {
+    for (ssize_t at = 0; at < n;) {
+      auto* d = reinterpret_cast<dirent64*>(buf + at);
+      at += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      Conn c;
+      if (look_at(std::atoi(d->d_name), now_ns, c)) {
+        still[c.fd] = seen_[c.fd];
+        conns.push_back(c);
+      }
+    }
+  }
+  dup3(null_.get(), slot_.get(), O_CLOEXEC);  // the slot holds no connection open between looks
+  seen_ = std::move(still);
+  s.connections = conns.size();
+  std::erase_if(conns, [&](const Conn& c) {
+    bool late = c.silent && now_ns - c.first_ns >= limits_.silent_ns;
+    if (late && shut(c.fd, c.ino)) ++s.silent;
+    return late;
+  });
+  // Per host: a peer of this host is known by its uid (its address says nothing), others by address.
+  std::optional<TcpOwners> owners[2];
+  std::map<std::string, std::vector<const Conn*>> by_host;
+  for (const Conn& c : conns) {
+    auto& o = owners[c.peer.ss_family == AF_INET6];
+    if (!o) o = TcpOwners::read(c.peer.ss_family);
+    std::optional<uint32_t> uid = o->uid(c.peer, c.self);
+    std::string peer = proc_net_text(c.peer);
+    by_host[uid ? fmt::format("uid {}", *uid) : peer.substr(0, peer.find(':'))].push_back(&c);
+  }
+  for (auto& [host, list] : by_host) {
+    if (list.size() <= limits_.per_host) continue;
+    std::sort(list.begin(), list.end(), [](const Conn* a, const Conn* b) { return a->first_ns < b->first_ns; });
+    for (size_t i = limits_.per_host; i < list.size(); ++i) s.over_cap += shut(list[i]->fd, list[i]->ino);
+  }
+  dup3(null_.get(), slot_.get(), O_CLOEXEC);
+  return s;
+}
+
+void LinkGuard::report(const Swept& s, int64_t now_ns) {
+  unreported_.silent += s.silent;
+  unreported_.over_cap += s.over_cap;
+  if (!unreported_.silent && !unreported_.over_cap) return;
+  if (now_ns - reported_ns_ < kReportNs) return;
+  log_(fmt::format("--listen port {}: shut down {} connections that sent nothing for {} s and {} past "
+                   "max_link_conns_per_host ({}); {} remain",
+                   port_, unreported_.silent, limits_.silent_ns / 1'000'000'000, unreported_.over_cap, limits_.per_host,
+                   s.connections - s.silent - s.over_cap));
+  unreported_ = {};
+  reported_ns_ = now_ns;
+}
+
+}  // namespace rb::vrdma
