@@ -50,10 +50,12 @@ struct FdMessage {
 
 }  // namespace
 
-Result<Mapping> Mapping::map(int fd, size_t len, bool populate) {
+Result<Mapping> Mapping::map(int fd, size_t len, bool populate, uint64_t offset) {
   if (len == 0) return Status(Errc::invalid_argument, "shared memory: nothing to map (length 0)");
-  if (Status s = check_mappable(fd, len); !s) return s;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
+  if (offset % uint64_t(sysconf(_SC_PAGESIZE)) || offset > (1ull << 48))
+    return Status(Errc::invalid_argument, fmt::format("shared memory: offset {} is not a page's start", offset));
+  if (Status s = check_mappable(fd, offset + len); !s) return s;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, off_t(offset));
   if (p == MAP_FAILED) return sys_error(Errc::unavailable, fmt::format("mmap of {} B shared memory", len));
   return Mapping(static_cast<uint8_t*>(p), len);
 }
@@ -83,10 +85,10 @@ Result<SharedMemory> SharedMemory::create(const std::string& name, size_t len, b
   return SharedMemory(std::move(fd), std::move(*map), len);
 }
 
-Result<SharedMemory> SharedMemory::adopt(UniqueFd fd, size_t len, bool populate) {
-  auto map = Mapping::map(fd.get(), whole_pages(len), populate);
+Result<SharedMemory> SharedMemory::adopt(UniqueFd fd, size_t len, bool populate, uint64_t offset) {
+  auto map = Mapping::map(fd.get(), whole_pages(len), populate, offset);
   if (!map) return map.status();
-  return SharedMemory(std::move(fd), std::move(*map), len);
+  return SharedMemory(std::move(fd), std::move(*map), len, offset);
 }
 
 ProcFdHandle SharedMemory::handle(uint64_t offset) const {

@@ -16,11 +16,12 @@ namespace rb {
 // A shared, read-write mapping of a memfd in this process; unmapped on destruction.
 class Mapping {
  public:
-  // Maps the first `len` bytes of `fd`, which must be a memfd sealed against shrinking and at
-  // least `len` long: memory a peer passed us is checked before it is touched. `populate`
-  // faults every page in now (the owner's own buffers); a daemon mapping a client's memory does
-  // not, since that is work (and memory) the size of whatever the client asked for.
-  static Result<Mapping> map(int fd, size_t len, bool populate = true);
+  // Maps `len` bytes of `fd` from `offset` (a whole number of pages), which must be a memfd sealed
+  // against shrinking and at least `offset + len` long: memory a peer passed us is checked before
+  // it is touched. `populate` faults every page in now (the owner's own buffers); a daemon
+  // mapping a client's memory does not, since that is work (and memory) the size of whatever the
+  // client asked for.
+  static Result<Mapping> map(int fd, size_t len, bool populate = true, uint64_t offset = 0);
   Mapping(Mapping&& o) noexcept;
   Mapping& operator=(Mapping&& o) noexcept;
   ~Mapping();
@@ -42,22 +43,25 @@ class SharedMemory {
   // `name` shows in /proc/<pid>/fd and maps (debugging only). The file is a whole number of
   // pages, sealed at that size; size() is what was asked for.
   static Result<SharedMemory> create(const std::string& name, size_t len, bool populate = true);
-  // Takes over a memfd another process made and passed us: it must be sealed against shrinking
-  // and at least `len` (rounded to pages) long, as Mapping::map checks.
-  static Result<SharedMemory> adopt(UniqueFd fd, size_t len, bool populate = true);
+  // Takes over a memfd another process made and passed us, mapping `len` bytes (rounded to pages)
+  // from `offset`: it must be sealed against shrinking and long enough, as Mapping::map checks.
+  static Result<SharedMemory> adopt(UniqueFd fd, size_t len, bool populate = true, uint64_t offset = 0);
   uint8_t* data() const { return map_.data(); }
   size_t size() const { return len_; }
   size_t mapped_size() const { return map_.size(); }
   std::span<uint8_t> bytes() const { return {data(), len_}; }
   int fd() const { return fd_.get(); }
+  uint64_t offset() const { return offset_; }  // where in the file data() is
   // How a peer on this host finds the byte at `offset`.
   ProcFdHandle handle(uint64_t offset) const;
 
  private:
-  SharedMemory(UniqueFd fd, Mapping map, size_t len) : fd_(std::move(fd)), map_(std::move(map)), len_(len) {}
+  SharedMemory(UniqueFd fd, Mapping map, size_t len, uint64_t offset = 0)
+      : fd_(std::move(fd)), map_(std::move(map)), len_(len), offset_(offset) {}
   UniqueFd fd_;
   Mapping map_;
   size_t len_;
+  uint64_t offset_ = 0;
 };
 
 // Names a range of a process's memfd: the peer maps /proc/<pid>/fd/<fd>, map_len bytes, and

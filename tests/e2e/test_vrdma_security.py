@@ -22,7 +22,7 @@ HOSTILE = str(BUILD / "vrdma_hostile")
 WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR = 0, 3, 9
 
 # The control protocol's packet header (src/vrdma/proto/control.hh: kMagic, kVersion).
-CONTROL_MAGIC, CONTROL_VERSION = 0x31445256, 5
+CONTROL_MAGIC, CONTROL_VERSION = 0x31445256, 6
 # A QP's ring entries (src/vrdma/proto/qp_layout.hh): a receive, and a send with 64 B inline.
 MAX_SGE = 8
 RECV_ENTRY, SEND_ENTRY = 24 + 16 * MAX_SGE, 48 + 16 * MAX_SGE + 64
@@ -355,7 +355,7 @@ def test_reg_mr_with_memory_that_is_not_a_sealed_memfd_is_einval(router, what):
         fd = os.memfd_create("plain")
         os.ftruncate(fd, 4096)
         other = None
-    t, body = ask(6, struct.pack("<IIQQ", pd, 1, 4096, 0x7f0000000000), fds=[fd])
+    t, body = ask(6, struct.pack("<IIQQQ", pd, 1, 4096, 0x7f0000000000, 0), fds=[fd])
     assert t == 3, t  # error
     err, message = struct.unpack_from("<i200s", body)
     assert err == 22, (err, message)  # EINVAL: the descriptor is wrong, not the memory short

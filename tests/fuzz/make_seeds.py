@@ -10,7 +10,7 @@ import struct
 import sys
 from pathlib import Path
 
-MAGIC, VERSION = 0x31445256, 5
+MAGIC, VERSION = 0x31445256, 6
 MAX_SGE = 8
 LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 3
 ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
@@ -62,7 +62,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     seeds = {
         "alloc_pd": packet(4, 1),
-        "reg_mr": packet(6, 2, struct.pack("<IIQQ", 0xabc, 7, 4096, 0x7f0000000000)),
+        "reg_mr": packet(6, 2, struct.pack("<IIQQQ", 0xabc, 7, 4096, 0x7f0000000000, 0)),
         "stats_text": packet(12, 3, struct.pack("<I", 5) + b"hello"),
         "connect_qp": packet(15, 4, struct.pack("<IIQ", 1, 2, 3) + ROUTER_AT + bytes(4)),
         "create_srq": packet(21, 5, struct.pack("<IIQ", 1, 0, 4096)),

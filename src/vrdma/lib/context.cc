@@ -192,40 +192,31 @@ Call<std::unique_ptr<Region>> Context::alloc_mr(uint32_t pd, uint64_t len, uint3
 }
 
 Call<std::unique_ptr<Region>> Context::reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access) {
-  size_t page = size_t(sysconf(_SC_PAGESIZE));
-  if (reinterpret_cast<uintptr_t>(addr) % page || len == 0)
-    return fail<std::unique_ptr<Region>>(EINVAL, fmt::format("vrdma_reg_mr: the buffer must start on a page ({} B) and be non-empty", page));
-  auto shadow = SharedMemory::create("vrdma-user-mr", len);
-  if (!shadow) return fail<std::unique_ptr<Region>>(ENOMEM, shadow.status().message());
-  size_t span = shadow->mapped_size();
-  std::memcpy(shadow->data(), addr, span);  // the whole pages: what else lives in the last one stays too
-  if (mmap(addr, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, shadow->fd(), 0) == MAP_FAILED)
-    return fail<std::unique_ptr<Region>>(errno, fmt::format("vrdma_reg_mr: mapping over the buffer: {}", std::strerror(errno)));
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  if (len == 0) return fail<std::unique_ptr<Region>>(EINVAL, "vrdma_reg_mr: the buffer is empty");
+  uintptr_t start = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + len + page - 1) & ~(page - 1);
+  auto shared = spans_.share(start, end - start);
+  if (!shared)
+    return fail<std::unique_ptr<Region>>(shared.status().code() == Errc::unsupported ? EOPNOTSUPP : ENOMEM,
+                                         shared.status().message());
   uint64_t va = reinterpret_cast<uint64_t>(addr);
-  auto a = ask(proto::Type::reg_mr, proto::RegMr{pd, access, len, va}, proto::Type::mr_granted, shadow->fd());
+  auto a = ask(proto::Type::reg_mr, proto::RegMr{pd, access, len, va, shared->offset}, proto::Type::mr_granted, shared->fd);
   if (!a.ok()) {
-    unshare(addr, *shadow);
+    spans_.release(shared->span);
     return fail<std::unique_ptr<Region>>(a.error.err, a.error.message);
   }
   auto g = a.value->msg.as<proto::MrGranted>();
-  auto r = std::make_unique<Region>(Region{g.lkey, g.rkey, pd, access, len, static_cast<uint8_t*>(addr), {}, std::move(*shadow)});
+  auto r = std::make_unique<Region>(Region{g.lkey, g.rkey, pd, access, len, static_cast<uint8_t*>(addr), {}, shared->span});
   std::lock_guard lk(regions_mu_);
   regions_[r->lkey] = r.get();
   return done(std::move(r));
 }
 
-// The caller's buffer gets private memory again, contents kept, so a mapping of the memfd a
-// peer still holds (a stale grant) reaches memory nobody uses.
-void Context::unshare(void* addr, const SharedMemory& shadow) {
-  size_t span = shadow.mapped_size();
-  if (mmap(addr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
-    std::memcpy(addr, shadow.data(), span);
-}
-
 Call<bool> Context::dereg_mr(Region& r) {
   auto a = ask(proto::Type::dereg_mr, proto::Handle{r.lkey}, proto::Type::done);
   if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
-  if (r.shadow) unshare(r.base, *r.shadow);
+  if (r.span) spans_.release(r.span);
   std::lock_guard lk(regions_mu_);
   regions_.erase(r.lkey);
   return done(true);
@@ -278,10 +269,11 @@ Call<Grant> Context::grant(uint32_t qp_num, uint32_t key) {
   auto a = ask(proto::Type::grant, proto::GrantAsk{qp_num, key}, proto::Type::granted);
   if (!a.ok()) return fail<Grant>(a.error.err, a.error.message);
   auto g = a.value->msg.as<proto::Granted>();
-  if (!a.value->fd || g.map_len < g.len) return fail<Grant>(EIO, "vrdma router granted a region without its memory");
-  auto m = Mapping::map(a.value->fd.get(), g.map_len);
+  if (!a.value->fd || g.map_len < g.len || g.map_len - g.len < g.first)
+    return fail<Grant>(EIO, "vrdma router granted a region without its memory");
+  auto m = Mapping::map(a.value->fd.get(), g.map_len, true, g.offset);
   if (!m) return fail<Grant>(ENOMEM, m.status().message());
-  return done(Grant{g.va, g.len, g.access, std::move(*m)});
+  return done(Grant{g.va, g.len, g.access, std::move(*m), g.first});
 }
 
 Call<bool> Context::destroy_qp(uint32_t qp_num) {

@@ -17,6 +17,7 @@
 #include "core/unique_fd.hh"
 #include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/ipc/socket_path.hh"
+#include "vrdma/lib/user_spans.hh"
 #include "vrdma/proto/control.hh"
 
 namespace rb::vrdma {
@@ -62,7 +63,7 @@ struct Region {
   uint64_t len = 0;
   uint8_t* base = nullptr;              // the region's first byte in this process
   std::optional<FixedMapping> owned;    // vrdma_alloc_mr: memory the library maps and unmaps
-  std::optional<SharedMemory> shadow;   // vrdma_reg_mr: the memfd now mapped under the caller's buffer
+  UserSpans::Span* span = nullptr;      // vrdma_reg_mr: the run of pages whose memfd is under the caller's buffer
   uint64_t va() const { return reinterpret_cast<uint64_t>(base); }
 };
 
@@ -70,7 +71,8 @@ struct Grant {  // a mapping of a peer's region (direct path)
   uint64_t va = 0, len = 0;
   uint32_t access = 0;
   Mapping map;
-  uint8_t* at(uint64_t addr) const { return map.data() + (addr - va); }
+  uint32_t first = 0;  // the region's first byte is this far into the mapping
+  uint8_t* at(uint64_t addr) const { return map.data() + first + (addr - va); }
   bool covers(uint64_t addr, uint64_t n) const { return addr >= va && n <= len && addr - va <= len - n; }
 };
 
@@ -132,7 +134,7 @@ class Context {
   std::string path_, tenant_;
   uint32_t seq_ = 0;
   void watch_router();
-  static void unshare(void* addr, const SharedMemory& shadow);
+  UserSpans spans_;  // the caller's pages its regions share with the router
   uint64_t router_id_ = 0;
   proto::RouterAddress router_at_;  // where our router listens for other hosts' routers
   bool direct_ = false;

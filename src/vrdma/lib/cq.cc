@@ -30,6 +30,16 @@ int Cq::arm() {
   return 0;
 }
 
+void Cq::attach_receiver(Qp* qp) {
+  receivers_.push_back(qp);
+  if (armed_) qp->arm();
+}
+
+void Cq::attach_sender(Qp* qp) {
+  senders_.push_back(qp);
+  if (armed_) qp->arm_send();
+}
+
 void Cq::push(const vrdma_wc& wc) {
   local_.push_back(wc);
   if (armed_) {

@@ -24,8 +24,10 @@ class Cq {
   // A completion of this process's own request (the direct path completes inside post_send): it
   // wakes a sleeper when the CQ is armed, as a peer's arrival does.
   void push(const vrdma_wc& wc);
-  void attach_receiver(Qp* qp) { receivers_.push_back(qp); }
-  void attach_sender(Qp* qp) { senders_.push_back(qp); }
+  // A QP joining an armed CQ is armed with it: a program may arm the CQ before it makes the QP
+  // (rping does), and the first arrival must still wake it.
+  void attach_receiver(Qp* qp);
+  void attach_sender(Qp* qp);
   void detach(Qp* qp);
   int poll(int n, vrdma_wc* out);
   bool routed() const;  // a QP of this CQ is on the router path

@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 5;  // 5: 8 SGEs in a QP's rings (proto/qp_layout.hh)
+constexpr uint16_t kVersion = 6;  // 6: a region is a window of its memfd (RegMr, Granted: offset)
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -99,7 +99,9 @@ struct RegMr {
   uint32_t pd = 0;
   uint32_t access = 0;  // Access bits
   uint64_t len = 0;     // bytes; the router rounds the memfd up to whole pages
-  uint64_t va = 0;      // where the client maps it: verbs addresses are the owner's virtual addresses
+  uint64_t va = 0;      // its first byte where the client maps it: verbs addresses are the owner's
+  uint64_t offset = 0;  // where in the client's memfd the page of `va` is (regions over the same
+                        // pages share one memfd); `va` is that far into the page
 };
 struct MrGranted {
   uint32_t lkey = 0, rkey = 0;
@@ -152,7 +154,8 @@ struct GrantAsk {
 struct Granted {
   uint64_t va = 0, len = 0, map_len = 0;
   uint32_t access = 0;
-  uint32_t pad = 0;
+  uint32_t first = 0;   // the region's first byte is this far into the mapping
+  uint64_t offset = 0;  // map the memfd from here
 };
 
 template <class T>

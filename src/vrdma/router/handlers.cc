@@ -118,13 +118,15 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   // regions are memory the router makes. Neither is populated here: that is work the size of
   // the request, on the thread every tenant's control requests share.
   bool adopted = bool(theirs);
-  auto mem = adopted ? SharedMemory::adopt(std::move(theirs), req.len, false)
+  uint32_t first = adopted ? uint32_t(req.va % uint64_t(sysconf(_SC_PAGESIZE))) : 0;
+  if (!adopted && req.offset) return error(s, m, EINVAL, "an offset is for a region over the client's own memfd");
+  auto mem = adopted ? SharedMemory::adopt(std::move(theirs), first + req.len, false, req.offset)
                      : SharedMemory::create(fmt::format("vrdma-{}-{}", s.tenant.name, s.id), req.len, false);
   if (!mem) return error(s, m, adopted ? EINVAL : ENOMEM, mem.status().message());
   MemoryRegionEntry e{req.pd, req.access, fresh_key(), fresh_key(), req.len, req.va,
-                      std::make_shared<RegionBacking>(RegionBacking{std::move(*mem), nullptr})};
+                      std::make_shared<RegionBacking>(RegionBacking{std::move(*mem), nullptr}), first};
   if (fabric_) {  // the routers of other hosts reach it with one RMA, with the access it grants
-    auto fm = fabric_->register_region(e.data(), e.mem().mapped_size(), e.access);
+    auto fm = fabric_->register_region(e.data(), e.len, e.access);
     if (!fm) {
       keys_in_use_.erase(e.lkey);
       keys_in_use_.erase(e.rkey);

@@ -149,6 +149,8 @@ Router::Reply Router::grant(Session& s, const proto::Message& m) {
     g.va = mr.va;
     g.len = mr.len;
     g.map_len = mr.mem().mapped_size();
+    g.offset = mr.mem().offset();
+    g.first = mr.first;
     g.access = mr.rkey == req.key ? mr.access & ~proto::local_write : mr.access & proto::local_write;
     return {proto::encode(Type::granted, m.h.seq, g), mr.mem().fd()};
   }

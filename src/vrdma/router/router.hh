@@ -80,7 +80,8 @@ struct MemoryRegionEntry {
   uint32_t pd = 0, access = 0, lkey = 0, rkey = 0;
   uint64_t len = 0, va = 0;  // va: where the owner mapped it (verbs addresses are the owner's)
   std::shared_ptr<RegionBacking> backing;
-  uint8_t* data() const { return backing->mem.data(); }
+  uint32_t first = 0;  // how far into the mapping (its first page) the region starts
+  uint8_t* data() const { return backing->mem.data() + first; }
   const SharedMemory& mem() const { return backing->mem; }
   FabricMr* fabric() const { return backing->fabric.get(); }
 };

@@ -1,7 +1,8 @@
 // Protection domains and memory regions. A region is the program's own buffer: libvrdma maps
 // shared memory over its pages with the contents kept, so a peer's WRITE lands in it and a READ
-// comes from it with no call from this process. Remote addresses are this process's virtual
-// addresses, as perftest and ibv_rc_pingpong hand them to their peers.
+// comes from it with no call from this process; regions over the same pages share that memory
+// (lib/user_spans.hh). Remote addresses are this process's virtual addresses, as perftest and
+// ibv_rc_pingpong hand them to their peers.
 #include <unistd.h>
 
 #include <cstdint>
@@ -62,33 +63,13 @@ VERBS_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uin
         access & ~(kVrdmaAccess | kIgnoredAccess));
     return fail_null<ibv_mr>(EOPNOTSUPP);
   }
-  Context* c = Context::of(pd->context);
-  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t start = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
-  uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + length + page - 1) & ~(page - 1);
-  {
-    // Two regions over one page would each map their own shared memory over it, and the first
-    // would lose its tie to the program's memory.
-    std::lock_guard lk(c->spans_mu);
-    auto next = c->spans.lower_bound(start);
-    bool overlaps = (next != c->spans.end() && next->first < end) ||
-                    (next != c->spans.begin() && std::prev(next)->second > start);
-    if (overlaps) {
-      say("reg_mr: %p (+%zu B) shares a page with a region registered already; vrdma registers whole pages once", addr,
-          length);
-      return fail_null<ibv_mr>(EOPNOTSUPP);
-    }
-    c->spans[start] = end;
-  }
   auto* m = new (std::nothrow) Mr;
-  vrdma_mr* v = m ? vrdma_reg_mr(ours<Pd>(pd)->v, reinterpret_cast<void*>(start), end - start, access & kVrdmaAccess)
+  vrdma_mr* v = m ? vrdma_reg_mr(ours<Pd>(pd)->v, addr, length, access & kVrdmaAccess)
                   : nullptr;
   if (!v) {
     int err = m ? errno : ENOMEM;
     if (m) say("reg_mr: %s", vrdma_last_error());
     delete m;
-    std::lock_guard lk(c->spans_mu);
-    c->spans.erase(start);
     return fail_null<ibv_mr>(err);
   }
   m->v = v;
@@ -112,13 +93,7 @@ VERBS_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint
 
 VERBS_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   Mr* m = ours<Mr>(mr);
-  Context* c = Context::of(mr->context);
-  uintptr_t start = reinterpret_cast<uintptr_t>(m->v->addr);
   if (int r = vrdma_dereg_mr(m->v); r < 0) return -r;
-  {
-    std::lock_guard lk(c->spans_mu);
-    c->spans.erase(start);
-  }
   delete m;
   return 0;
 }

@@ -46,8 +46,6 @@ struct Context {
   const union ibv_gid& gid() const { return gids[0]; }
   vrdma_router_address router{};
   UniqueFd async_fd;     // no asynchronous events happen; a reader blocks as on a quiet NIC
-  std::mutex spans_mu;
-  std::map<uintptr_t, uintptr_t> spans;  // the page ranges registered: start -> end
   // The program holds &vctx.context, which sits at the end of verbs_context.
   static Context* of(ibv_context* c) {
     return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));

@@ -63,9 +63,10 @@ int vrdma_dealloc_pd(struct vrdma_pd *pd);
 
 /* A region of `length` bytes of shared memory from the router, with `access` (vrdma_access bits). */
 struct vrdma_mr *vrdma_alloc_mr(struct vrdma_pd *pd, size_t length, unsigned access);
-/* Registers the caller's own buffer, which must start on a page: its pages (whole pages, so
- * also whatever else shares the last one) become shared memory, contents kept, mapped over the
- * buffer at the same address; deregistration gives it private memory again, contents kept. */
+/* Registers the caller's own buffer: its pages (whole pages, so also whatever else shares the
+ * first and last) become shared memory, contents kept, mapped over the buffer at the same
+ * address, and shared with every other region over them; the region reaches its own bytes only.
+ * When the last region over them goes, the pages get private memory again, contents kept. */
 struct vrdma_mr *vrdma_reg_mr(struct vrdma_pd *pd, void *addr, size_t length, unsigned access);
 int vrdma_dereg_mr(struct vrdma_mr *mr);
 

@@ -1,0 +1,106 @@
+#include "vrdma/lib/user_spans.hh"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace rb::vrdma {
+namespace {
+
+uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
+
+Status sys_error(int err, const std::string& what) {
+  return {err == ENOMEM ? Errc::unavailable : Errc::invalid_argument, fmt::format("{}: {}", what, std::strerror(err))};
+}
+
+// Puts the memfd's bytes at `file_offset` under [addr, end), with what the caller has there now.
+Status map_under(int fd, uint64_t file_offset, uintptr_t addr, uintptr_t end) {
+  size_t len = end - addr;
+  if (pwrite(fd, reinterpret_cast<const void*>(addr), len, off_t(file_offset)) != ssize_t(len))
+    return sys_error(errno ? errno : EFAULT, fmt::format("vrdma_reg_mr: copying {:#x} (+{} B) into shared memory", addr, len));
+  if (mmap(reinterpret_cast<void*>(addr), len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off_t(file_offset)) == MAP_FAILED)
+    return sys_error(errno, "vrdma_reg_mr: mapping over the buffer");
+  return {};
+}
+
+}  // namespace
+
+Result<UserSpans::Span*> UserSpans::make(uintptr_t addr, uintptr_t end) {
+  auto s = std::make_unique<Span>();
+  s->fd.reset(memfd_create("vrdma-user-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!s->fd) return sys_error(errno, "vrdma_reg_mr: memfd_create");
+  s->start = addr, s->end = end, s->file_offset = kHeadroomPages * page_size();
+  // Sealed against shrinking (what the router and peers rely on); not against growing, which is
+  // how a span takes in a region that reaches past it.
+  if (ftruncate(s->fd.get(), off_t(s->file_offset + (end - addr))) != 0 || fcntl(s->fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0)
+    return sys_error(errno, "vrdma_reg_mr: sizing shared memory");
+  if (Status st = map_under(s->fd.get(), s->file_offset, addr, end); !st) return st;
+  Span* p = s.get();
+  spans_.emplace(addr, std::move(s));
+  return p;
+}
+
+Result<UserSpans::Span*> UserSpans::grow(Span& s, uintptr_t addr, uintptr_t end) {
+  if (addr < s.start) {
+    uint64_t below = s.start - addr;
+    if (below > s.file_offset)
+      return Status(Errc::unsupported, fmt::format("vrdma_reg_mr: {:#x} (+{} B) reaches {} B below pages registered "
+                                                   "already, more than vrdma's {} pages of room there: register the "
+                                                   "lower buffer first", addr, end - addr, below, kHeadroomPages));
+    if (Status st = map_under(s.fd.get(), s.file_offset - below, addr, s.start); !st) return st;
+    auto node = spans_.extract(s.start);
+    s.file_offset -= below;
+    s.start = addr;
+    node.key() = addr;
+    spans_.insert(std::move(node));
+  }
+  if (end > s.end) {
+    uint64_t at = s.file_offset + (s.end - s.start);
+    if (ftruncate(s.fd.get(), off_t(at + (end - s.end))) != 0) return sys_error(errno, "vrdma_reg_mr: growing shared memory");
+    if (Status st = map_under(s.fd.get(), at, s.end, end); !st) return st;
+    s.end = end;
+  }
+  return &s;
+}
+
+Result<UserSpans::Share> UserSpans::share(uintptr_t addr, uint64_t len) {
+  uintptr_t end = addr + len;
+  std::lock_guard lk(mu_);
+  std::vector<Span*> touched;
+  auto it = spans_.upper_bound(addr);
+  if (it != spans_.begin() && std::prev(it)->second->end > addr) touched.push_back(std::prev(it)->second.get());
+  for (; it != spans_.end() && it->first < end; ++it) touched.push_back(it->second.get());
+  if (touched.size() > 1)
+    return Status(Errc::unsupported, fmt::format("vrdma_reg_mr: {:#x} (+{} B) joins {} runs of pages registered apart; "
+                                                 "vrdma cannot make them one", addr, len, touched.size()));
+  auto span = touched.empty() ? make(addr, end) : grow(*touched[0], addr, end);
+  if (!span) return span.status();
+  Span& s = **span;
+  ++s.regions;
+  return Share{s.fd.get(), s.file_offset + (addr - s.start), &s};
+}
+
+void UserSpans::release(Span* span) {
+  std::lock_guard lk(mu_);
+  if (--span->regions) return;
+  // Private memory again, contents kept, so a mapping of the memfd a peer still holds (a stale
+  // grant) reaches memory nobody uses. The span (and the map's node) may live in the very pages
+  // being given back, which read as zeros until the copy is in: take what the copy needs first.
+  auto node = spans_.extract(span->start);
+  std::unique_ptr<Span> gone = std::move(node.mapped());
+  uintptr_t start = gone->start;
+  size_t len = gone->end - gone->start;
+  int fd = gone->fd.get();
+  off_t from = off_t(gone->file_offset);
+  void* at = reinterpret_cast<void*>(start);
+  if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+    (void)!pread(fd, at, len, from);
+}
+
+}  // namespace rb::vrdma
