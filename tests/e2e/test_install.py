@@ -233,6 +233,7 @@ def test_the_packages_and_their_metadata(debs):
         assert "libc6" in depends and "libfmt9" in depends and "libfabric1" in depends, depends
     files = {name: run(["dpkg-deb", "-c", str(deb)]).stdout for name, deb in debs.items()}
     for path in ("./usr/bin/vrdmad", "./usr/lib/libvrdma.so.1", "./usr/lib/systemd/system/vrdmad.service",
+                 "./usr/bin/vrdma-run", "./usr/lib/libvrdma-verbs.so", "./usr/lib/libvrdma-rdmacm.so",
                  "./etc/vrdma/vrdmad.toml", "./usr/share/man/man8/vrdmad.8.gz", "./usr/share/doc/vrdma/copyright"):
         assert path in files["vrdma"], path
     for path in ("./usr/include/vrdma/vrdma.h", "./usr/lib/pkgconfig/vrdma.pc", "./usr/share/man/man3/vrdma.3.gz"):

@@ -200,19 +200,35 @@ def test_rc_pingpong_validates(hosts, free_port, args):
         assert hosts["bed"].traffic(1, "b") - before >= 2 * iters * size  # the payload crossed the veth
 
 
-@pytest.mark.parametrize("args", [["-c"], ["-c", "-q", "4", "-e"], ["-c", "-s", "65536", "-n", "100"]],
-                         ids=["poll", "4qps-events", "64K"])
-def test_srq_pingpong_validates(hosts, free_port, args):
-    """ibv_srq_pingpong: 16 QPs (or 4) whose receives come from one SRQ, every buffer checked."""
-    argv = ["ibv_srq_pingpong", "-p", str(free_port), *args]
+def pingpong(hosts, argv):
+    """An ibverbs-utils pingpong between the two ends (by GID across hosts), its checks passed."""
     if "bed" in hosts:
-        argv += ["-g", "0"]
+        argv = [*argv, "-g", "0"]  # across hosts the peer is named by its GID, as on RoCE
     src, sout, cli = pair(hosts, argv)
     assert cli.returncode == 0, cli.stdout + cli.stderr + routers_said(hosts)
     assert src == 0, sout + routers_said(hosts)
     for out in (sout, cli.stdout + cli.stderr):
         assert "iters in" in out
         assert "vrdma-verbs:" not in out and "Failed" not in out and "incorrect" not in out.lower(), out
+
+
+@pytest.mark.parametrize("args", [["-c"], ["-c", "-e"]], ids=["poll", "events"])
+def test_uc_pingpong_validates(hosts, free_port, args):
+    """ibv_uc_pingpong: unreliable-connected QPs, carried as RC ones (vrdma loses nothing)."""
+    pingpong(hosts, ["ibv_uc_pingpong", "-p", str(free_port), *args])
+
+
+def test_xrc_is_refused_with_a_line(one_host, free_port):
+    src, sout, cli = pair(one_host, ["ibv_xsrq_pingpong", "-p", str(free_port)])
+    assert cli.returncode != 0 and src != 0
+    assert "vrdma-verbs: XRC (open_xrcd) is not supported" in sout + cli.stdout + cli.stderr, sout + cli.stderr
+
+
+@pytest.mark.parametrize("args", [["-c"], ["-c", "-q", "4", "-e"], ["-c", "-s", "65536", "-n", "100"]],
+                         ids=["poll", "4qps-events", "64K"])
+def test_srq_pingpong_validates(hosts, free_port, args):
+    """ibv_srq_pingpong: 16 QPs (or 4) whose receives come from one SRQ, every buffer checked."""
+    pingpong(hosts, ["ibv_srq_pingpong", "-p", str(free_port), *args])
 
 
 SRQ_VARIANTS = {
@@ -318,12 +334,6 @@ def test_ucx_uct_over_rc_verbs(hosts, free_port, test):
     assert cli.returncode == 0 and src == 0, sout + cli.stdout + cli.stderr
     final = [l for l in cli.stdout.splitlines() if l.startswith("Final:")]
     assert len(final) == 1 and int(final[0].split()[1]) == 2000, cli.stdout
-
-
-def test_rdma_cm_is_refused_clearly(one_host, free_port):
-    src, sout, cli = pair(one_host, ["ib_write_bw", "-p", str(free_port), "-R"])
-    assert cli.returncode != 0
-    assert "librdmacm is not supported on vrdma" in cli.stdout + cli.stderr
 
 
 def test_no_router_says_so(tmp_path):

@@ -7,6 +7,7 @@
  * check; exits 1 at the first failure. */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -187,6 +188,84 @@ static void check_peer_gone(struct ibv_context *ctx, struct ibv_pd *pd) {
   CHECK(!ibv_destroy_srq(srq), "destroy_srq after its QP went first");
 }
 
+/* UC QPs, carried as RC ones: a WRITE arrives; a READ, which UC does not have, is refused at post. */
+static void check_uc(struct ibv_context *ctx, struct ibv_pd *pd, uint8_t *target, uint32_t rkey) {
+  struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+  struct ibv_qp_init_attr uc = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UC};
+  uc.cap.max_send_wr = uc.cap.max_recv_wr = 4;
+  uc.cap.max_send_sge = uc.cap.max_recv_sge = 1;
+  struct side x = {.cq = cq, .qp = cq ? ibv_create_qp(pd, &uc) : NULL}, y = {.cq = cq, .qp = cq ? ibv_create_qp(pd, &uc) : NULL};
+  CHECK(x.qp && y.qp && x.qp->qp_type == IBV_QPT_UC, "UC QPs are made");
+  connect_to(ctx, &x, y.qp->qp_num);
+  connect_to(ctx, &y, x.qp->qp_num);
+  static char text[] = "over UC";
+  struct ibv_mr *mr = ibv_reg_mr(pd, text, sizeof text, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_sge g = {(uintptr_t)text, sizeof text, mr ? mr->lkey : 0};
+  struct ibv_send_wr w = {.wr_id = 21, .sg_list = &g, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+                          .send_flags = IBV_SEND_SIGNALED}, *bad;
+  w.wr.rdma.remote_addr = (uintptr_t)target;
+  w.wr.rdma.rkey = rkey;
+  CHECK(mr && !ibv_post_send(x.qp, &w, &bad) && wait_one(cq).status == IBV_WC_SUCCESS && !strcmp((char *)target, text),
+        "a WRITE over a UC QP arrives");
+  w.opcode = IBV_WR_RDMA_READ;
+  CHECK(ibv_post_send(x.qp, &w, &bad) == EINVAL && bad == &w, "a READ on a UC QP: EINVAL at post, as UC has none");
+  if (ibv_destroy_qp(x.qp) || ibv_destroy_qp(y.qp) || ibv_dereg_mr(mr) || ibv_destroy_cq(cq)) fail("UC teardown");
+}
+
+/* WRITEs `len` bytes of `from`'s buffer at `at` through `rkey`; the completion's status. */
+static enum ibv_wc_status write_through(struct side *from, void *at, uint32_t rkey, uint32_t len) {
+  struct ibv_sge g = {(uintptr_t)from->buf, len, from->mr->lkey};
+  struct ibv_send_wr w = {.wr_id = 11, .sg_list = &g, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+                          .send_flags = IBV_SEND_SIGNALED}, *bad;
+  w.wr.rdma.remote_addr = (uintptr_t)at;
+  w.wr.rdma.rkey = rkey;
+  if (ibv_post_send(from->qp, &w, &bad)) fail("post_send WRITE");
+  return wait_one(from->cq).status;
+}
+
+/* Regions over pages registered already, as real NICs allow and UCX does (a buffer twice, or
+ * buffers that share pages): each region's WRITEs land in the program's memory, whichever
+ * region came first or goes first, and nothing else moves. */
+static void check_overlapping_regions(struct ibv_context *ctx, struct ibv_pd *pd) {
+  struct side a, b;
+  make_pair(ctx, pd, &a, &b);
+  const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  uint8_t *buf = aligned_alloc(4096, 4 * 4096);
+  memset(buf, 0x11, 4 * 4096);
+  struct ibv_mr *page1 = ibv_reg_mr(pd, buf + 4096, 4096, rw);
+  struct ibv_mr *twice = ibv_reg_mr(pd, buf + 4096, 4096, rw);
+  struct ibv_mr *below = ibv_reg_mr(pd, buf + 100, 4096, rw);          /* pages 0 and 1 */
+  struct ibv_mr *above = ibv_reg_mr(pd, buf + 2 * 4096 - 8, 16, rw);   /* pages 1 and 2 */
+  CHECK(page1 && twice && below && above && twice->rkey != page1->rkey,
+        "regions over pages registered already: the same buffer twice, one reaching below, one above");
+  memset(a.buf, 0xa1, 64);
+  CHECK(write_through(&a, buf + 4096, twice->rkey, 64) == IBV_WC_SUCCESS && buf[4096] == 0xa1 && buf[4096 + 63] == 0xa1,
+        "a WRITE through the second region of a buffer lands in the program's memory");
+  memset(a.buf, 0xb2, 64);
+  CHECK(write_through(&a, buf + 100, below->rkey, 64) == IBV_WC_SUCCESS && buf[100] == 0xb2 && buf[99] == 0x11,
+        "a WRITE through a region reaching below lands in the page it grew into");
+  CHECK(!ibv_dereg_mr(page1) && !ibv_dereg_mr(twice), "the first regions go while later ones stay");
+  memset(a.buf, 0xc3, 16);
+  CHECK(write_through(&a, buf + 2 * 4096 - 8, above->rkey, 16) == IBV_WC_SUCCESS && buf[2 * 4096 - 8] == 0xc3 &&
+            buf[2 * 4096 + 7] == 0xc3 && buf[2 * 4096 + 8] == 0x11,
+        "a WRITE through a region reaching above, after the first went, lands in the program's memory");
+  CHECK(write_through(&a, buf + 4096 + 100, above->rkey, 16) == IBV_WC_REM_ACCESS_ERR,
+        "a region reaches only its own bytes, not the pages it shares");
+  CHECK(!ibv_dereg_mr(below) && !ibv_dereg_mr(above) && buf[100] == 0xb2 && buf[4096] == 0xa1 && buf[2 * 4096] == 0xc3 &&
+            buf[3 * 4096] == 0x11,
+        "when the last region goes the memory keeps every byte written");
+  uint8_t *gap = aligned_alloc(4096, 3 * 4096);
+  struct ibv_mr *p0 = ibv_reg_mr(pd, gap, 4096, rw), *p2 = ibv_reg_mr(pd, gap + 2 * 4096, 4096, rw);
+  errno = 0;
+  CHECK(p0 && p2 && !ibv_reg_mr(pd, gap, 3 * 4096, rw) && errno == EOPNOTSUPP,
+        "a region that would join two runs of registered pages: EOPNOTSUPP, with a line");
+  if (ibv_dereg_mr(p0) || ibv_dereg_mr(p2)) fail("dereg_mr");
+  free(gap);
+  free(buf);
+  free_side(&a);
+  free_side(&b);
+}
+
 int main(void) {
   int n;
   struct ibv_device **list = ibv_get_device_list(&n);
@@ -264,15 +343,17 @@ int main(void) {
   ud.cap.max_send_wr = ud.cap.max_recv_wr = 1;
   errno = 0;
   CHECK(!ibv_create_qp(pd, &ud) && errno == EOPNOTSUPP, "a UD QP: EOPNOTSUPP");
+  check_uc(ctx, pd, b.buf, b.mr->rkey);
+  struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1, .oflags = O_CREAT};
+  errno = 0;
+  CHECK(!ibv_open_xrcd(ctx, &xa) && errno == EOPNOTSUPP, "an XRC domain: EOPNOTSUPP");
   union ibv_gid g = {0};
   CHECK(ibv_attach_mcast(a.qp, &g, 0) == EOPNOTSUPP, "attach_mcast: EOPNOTSUPP");
   struct ibv_cq_init_attr_ex cqa = {.cqe = 4, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
   errno = 0;
   CHECK(!ibv_create_cq_ex(ctx, &cqa) && errno == EOPNOTSUPP, "create_cq_ex asking for timestamps: EOPNOTSUPP");
-  errno = 0;
-  CHECK(!ibv_reg_mr(pd, a.buf + 100, 10, IBV_ACCESS_LOCAL_WRITE) && errno == EOPNOTSUPP,
-        "a second region over a registered page: EOPNOTSUPP");
 
+  check_overlapping_regions(ctx, pd);
   check_cq_ex_and_eight_sges(ctx, pd);
   check_srq(ctx, pd);
   check_peer_gone(ctx, pd);

@@ -17,6 +17,7 @@ void install_context_ops(verbs_context& v) {
   v.query_device_ex = query_device_ex;
   v.create_qp_ex = create_qp_ex;
   v.create_cq_ex = create_cq_ex;
+  v.open_xrcd = open_xrcd;
 }
 
 }  // namespace rb::verbs

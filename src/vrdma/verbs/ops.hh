@@ -19,6 +19,7 @@ int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* in, ibv_device_attr_ex* attr, size_t len);
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
+ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr);  // refused, with a line (unsupported.cc)
 
 // What the plain and the extended CQ share (cq.cc).
 struct Cq;

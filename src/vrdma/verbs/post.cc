@@ -21,8 +21,13 @@ static_assert(int(IBV_WR_RDMA_WRITE) == int(VRDMA_WR_RDMA_WRITE) && int(IBV_WR_R
               int(IBV_WR_ATOMIC_FETCH_AND_ADD) == int(VRDMA_WR_ATOMIC_FETCH_AND_ADD));
 
 // False for what vrdma does not carry out (memory windows, invalidation, TSO, atomic write).
-bool translate(const ibv_send_wr& w, vrdma_send_wr& v) {
-  if (w.opcode > IBV_WR_ATOMIC_FETCH_AND_ADD) return false;
+// What UC QPs do not carry (on a NIC as here): READ and atomics need a response.
+bool needs_response(int opcode) {
+  return opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+bool translate(const ibv_send_wr& w, vrdma_send_wr& v, bool uc) {
+  if (w.opcode > IBV_WR_ATOMIC_FETCH_AND_ADD || (uc && needs_response(w.opcode))) return false;
   v.wr_id = w.wr_id;
   v.next = nullptr;
   v.sg_list = reinterpret_cast<vrdma_sge*>(w.sg_list);
@@ -60,7 +65,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     int n = 0;
     ibv_send_wr* refused = nullptr;
     for (; wr && n < kBatch; wr = wr->next, ++n) {
-      if (!translate(*wr, batch[n])) {
+      if (!translate(*wr, batch[n], qp->qp_type == IBV_QPT_UC)) {
         refused = wr;
         break;  // post what came before it, then report it
       }

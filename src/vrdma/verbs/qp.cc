@@ -1,5 +1,7 @@
-// Reliable-connected QPs: create, the RESET-INIT-RTR-RTS walk (connected at RTR to the peer's QP
-// number at the router its GID names), query and destroy.
+// Connected QPs: create, the RESET-INIT-RTR-RTS walk (connected at RTR to the peer's QP number at
+// the router its GID names), query and destroy. An unreliable-connected (UC) QP is carried as an
+// RC one: what vrdma delivers arrives, in order, which is all UC asks; it takes SENDs and WRITEs
+// only, as UC does (READ and atomics are refused at post).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -18,8 +20,13 @@ constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WR
                               IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 
 ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
-  if (a.qp_type != IBV_QPT_RC) {
-    say("create_qp: only RC QPs are supported (asked for type %d)", int(a.qp_type));
+  if (a.qp_type == IBV_QPT_XRC_SEND || a.qp_type == IBV_QPT_XRC_RECV) {
+    say("create_qp: XRC QPs are not supported on vrdma (RC and UC are)");
+    return fail_null<ibv_qp>(EOPNOTSUPP);
+  }
+  if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC) {
+    say("create_qp: only RC and UC QPs are supported (asked for type %d%s)", int(a.qp_type),
+        a.qp_type == IBV_QPT_UD ? ", UD" : "");
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
   if (!a.send_cq || !a.recv_cq) return fail_null<ibv_qp>(EINVAL);
@@ -61,7 +68,7 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
   b.qp_num = vrdma_qp_num(q->v);
   b.handle = b.qp_num;
   b.state = IBV_QPS_RESET;
-  b.qp_type = IBV_QPT_RC;
+  b.qp_type = a.qp_type;
   pthread_mutex_init(&b.mutex, nullptr);
   pthread_cond_init(&b.cond, nullptr);
   install_wr_ops(&q->ex);

@@ -102,6 +102,11 @@ void wr_abort(ibv_qp_ex* x) { wr_start(x); }
 
 int wr_complete(ibv_qp_ex* x) {
   Qp& q = qp_of(x);
+  if (x->qp_base.qp_type == IBV_QPT_UC)  // READ and atomics need a response UC does not give
+    for (const PendingWr& p : q.pending)
+      if (p.wr.opcode == VRDMA_WR_RDMA_READ || p.wr.opcode == VRDMA_WR_ATOMIC_CMP_AND_SWP ||
+          p.wr.opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD)
+        q.pending_bad = true;
   if (q.pending_bad || q.pending.empty()) {
     int err = q.pending_bad ? EOPNOTSUPP : 0;
     wr_start(x);

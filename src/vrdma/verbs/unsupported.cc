@@ -1,7 +1,8 @@
 // What vrdma does not offer fails cleanly with EOPNOTSUPP and a line saying so: UD address
-// resolution, multicast (a UD feature), ECE, object import, and librdmacm's entry points.
+// resolution, multicast (a UD feature), XRC, ECE and object import.
 #include "vrdma/verbs/export.hh"
 #include "vrdma/verbs/objects.hh"
+#include "vrdma/verbs/ops.hh"
 
 using namespace rb::verbs;
 
@@ -46,19 +47,11 @@ VERBS_EXPORT ibv_mr* ibv_import_mr(ibv_pd*, uint32_t) {
   unsupported("import_mr");
   return nullptr;
 }
-VERBS_EXPORT void ibv_unimport_pd(ibv_pd*) {}
-VERBS_EXPORT void ibv_unimport_mr(ibv_mr*) {}
-
-// librdmacm (perftest -R and -z, rsocket) is outside vrdma: its first calls say so, rather than
-// failing later in ways that name a device problem.
-VERBS_EXPORT void* rdma_create_event_channel() {
-  say("librdmacm is not supported on vrdma (perftest -R/-z, rsocket): connect with the programs' TCP exchange");
-  errno = EOPNOTSUPP;
+// XRC (ibv_xsrq_pingpong) starts with an XRC domain, which verbs.h opens through the context.
+ibv_xrcd* rb::verbs::open_xrcd(ibv_context*, ibv_xrcd_init_attr*) {
+  unsupported("XRC (open_xrcd)");
   return nullptr;
 }
 
-VERBS_EXPORT int rsocket(int, int, int) {
-  say("rsocket (librdmacm) is not supported on vrdma");
-  errno = EOPNOTSUPP;
-  return -1;
-}
+VERBS_EXPORT void ibv_unimport_pd(ibv_pd*) {}
+VERBS_EXPORT void ibv_unimport_mr(ibv_mr*) {}

@@ -1,0 +1,145 @@
+// What the CM messages on an id's socket do: a connect request makes an id of its own on the
+// listener's channel, a reply connects the active side's QP, and each end learns of the other's
+// disconnect. A socket that ends or brings garbage ends the connection as a lost peer would.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "vrdma/rdmacm/state.hh"
+
+namespace rb::rdmacm {
+
+void set_deadlines(int fd) {
+  timeval tv{kMessageSeconds, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+ibv_gid local_gid() {
+  ibv_gid g{};
+  if (ibv_context* ctx = device()) ibv_query_gid(ctx, 1, 0, &g);
+  return g;
+}
+
+namespace {
+
+// IB CM's reject reason for a consumer's reject, which rdma_cm reports as the REJECTED status.
+constexpr int kRejectedByConsumer = 28;
+
+// A connection to the listener: an id of its own, not the program's until its REQ comes.
+void accept_one(Id& listener) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  int fd = accept4(listener.sock.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  set_deadlines(fd);
+  auto* child = new Id();
+  child->sock.reset(fd);
+  child->base.verbs = listener.base.verbs;
+  child->base.context = listener.base.context;
+  child->base.ps = listener.base.ps;
+  child->base.port_num = 1;
+  child->base.qp_type = listener.base.qp_type;
+  child->channel = listener.channel;
+  child->base.channel = &listener.channel->base;
+  child->listener = &listener;
+  child->state = State::awaiting_req;
+  std::memcpy(&child->base.route.addr.dst_storage, &peer, len);
+  len = sizeof child->base.route.addr.src_storage;
+  getsockname(fd, &child->base.route.addr.src_addr, &len);
+  child->base.route.addr.addr.ibaddr.sgid = local_gid();
+  watch_locked(*child);
+  listener.awaiting.push_back(child);
+  if (listener.awaiting.size() > std::max<size_t>(kMinAwaiting, size_t(listener.backlog)))
+    drop_awaiting(*listener.awaiting.front());
+}
+
+void forget_awaiting(Id& child) {
+  auto& list = child.listener->awaiting;
+  list.erase(std::remove(list.begin(), list.end(), &child), list.end());
+}
+
+// The peer went (its socket ended, or spoke garbage) before or after the connection was made.
+void lost(Id& id) {
+  close_locked(id);
+  switch (id.state) {
+    case State::awaiting_req:  // never the program's: nobody else knows of it
+      forget_awaiting(id);
+      delete &id;
+      return;
+    case State::connecting:
+      id.state = State::idle;
+      post(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNRESET);
+      return;
+    case State::accepting:
+    case State::connected:
+      id.state = State::disconnected;
+      qp_to_error(id);
+      post(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+      return;
+    default: return;
+  }
+}
+
+void on_reply(Id& id, const Message& m) {
+  id.peer = m;
+  std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
+  if (!id.base.qp) {  // the program connects its own QP (rdma_init_qp_attr), then rdma_establish
+    post(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &m);
+    return;
+  }
+  if (connect_qp(id) != 0) {
+    close_locked(id);
+    id.state = State::idle;
+    post(id, RDMA_CM_EVENT_CONNECT_ERROR, -errno);
+    return;
+  }
+  Message rtu;
+  rtu.kind = Kind::rtu;
+  send_message(id.sock.get(), rtu);
+  id.state = State::connected;
+  post(id, RDMA_CM_EVENT_ESTABLISHED, 0, &m);
+}
+
+}  // namespace
+
+void drop_awaiting(Id& child) {
+  forget_awaiting(child);
+  close_locked(child);
+  delete &child;
+}
+
+void on_readable(Id& id) {
+  if (id.state == State::listening) return accept_one(id);
+  Message m;
+  if (!receive_message(id.sock.get(), m)) return lost(id);
+  m.private_len = std::min<uint8_t>(m.private_len, sizeof m.private_data);
+  switch (m.kind) {
+    case Kind::req:
+      if (id.state != State::awaiting_req) return lost(id);
+      id.peer = m;
+      std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
+      id.state = State::requested;
+      forget_awaiting(id);
+      return post(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &m, id.listener);
+    case Kind::rep:
+      if (id.state != State::connecting) return lost(id);
+      return on_reply(id, m);
+    case Kind::rtu:
+      if (id.state != State::accepting) return lost(id);
+      id.state = State::connected;
+      return post(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+    case Kind::rej:
+      if (id.state != State::connecting) return lost(id);
+      close_locked(id);
+      id.state = State::idle;
+      return post(id, RDMA_CM_EVENT_REJECTED, kRejectedByConsumer, &m);
+    case Kind::dreq:
+      return lost(id);
+  }
+}
+
+}  // namespace rb::rdmacm

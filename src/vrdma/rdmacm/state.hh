@@ -1,0 +1,118 @@
+#pragma once
+// librdmacm's objects as vrdma keeps them. An event channel's fd is an epoll set: of an eventfd
+// that counts the events queued for the channel, and of the TCP sockets of its ids (listening, or
+// carrying a connection's CM messages). So the fd is readable when rdma_get_cm_event has something
+// to give or to read, as the kernel's rdma_cm channel is, and needs no thread of its own: the
+// messages are read by whoever calls rdma_get_cm_event.
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "core/unique_fd.hh"
+#include "vrdma/rdmacm/wire.hh"
+
+#define RDMACM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace rb::rdmacm {
+
+// A setup failure says why on stderr, as the verbs layer does.
+template <typename... Args>
+void say(const char* fmt, Args... args) {
+  std::fprintf(stderr, "vrdma-rdmacm: ");
+  std::fprintf(stderr, fmt, args...);
+  std::fputc('\n', stderr);
+}
+
+// librdmacm's convention: -1 with errno set.
+inline int fail(int err) {
+  errno = err;
+  return -1;
+}
+
+struct Id;
+
+struct Event {
+  rdma_cm_event ev{};  // first: the program holds a pointer to it
+  uint8_t private_data[kRepPrivate] = {};
+};
+
+struct Channel {
+  rdma_event_channel base{};  // first; base.fd is the epoll set
+  UniqueFd epoll, queued;     // queued: an eventfd (semaphore) counting `events`
+  std::mutex mu;               // guards `events`
+  std::deque<Event*> events;
+  // Guards reading the sockets and `watched`: an id destroyed while another thread waits on the
+  // channel is taken out under it, so the waiter never reads a freed id.
+  std::mutex read_mu;
+  std::set<Id*> watched;
+  Id* sync_owner = nullptr;  // made for a synchronous id (no channel given): goes with it
+};
+
+enum class State { idle, bound, addr_resolved, route_resolved, listening, awaiting_req, requested,
+                   connecting, accepting, connected, disconnected };
+
+struct Id {
+  rdma_cm_id base{};  // first; base.channel is `channel`
+  Channel* channel = nullptr;
+  State state = State::idle;
+  bool sync = false;          // made without a channel: each call waits for its own event
+  UniqueFd sock;              // the listening socket, or the connection's
+  Id* listener = nullptr;     // for an id made by a connect request
+  // A listener's connections whose REQ has not come: at most kMaxAwaiting (the oldest goes), so a
+  // peer that connects and says nothing holds a bounded number of the program's descriptors.
+  std::deque<Id*> awaiting;
+  int backlog = 0;
+  Message peer;               // the peer's REQ (passive side) or REP (active side)
+  uint32_t psn = 0;           // our QP's first PSN
+  uint8_t responder_resources = 1, initiator_depth = 1;
+  std::optional<ibv_qp_init_attr> child_qp;  // rdma_create_ep on a listener: the QP each request gets
+  ibv_pd* child_pd = nullptr;
+  bool own_cqs = false;       // rdma_create_qp made the CQs (and their channels)
+};
+
+inline Id* of(rdma_cm_id* id) { return reinterpret_cast<Id*>(id); }
+inline Channel* of(rdma_event_channel* c) { return reinterpret_cast<Channel*>(c); }
+
+// vrdma0's context, opened once for the process as librdmacm opens every device once; and a PD
+// on it for ids whose programs give none (rdma_create_ep). Null (errno set) without a router.
+ibv_context* device();
+ibv_pd* device_pd();
+
+// Channels and events.
+Channel* make_channel();
+void destroy_channel(Channel* c);
+// Queues an event for `id` on its channel; `data` is copied.
+void post(Id& id, rdma_cm_event_type type, int status, const Message* m = nullptr, Id* listen_id = nullptr);
+// Puts `id`'s socket in its channel's set, or takes it out; the _locked forms with the channel's
+// read_mu held (on_readable's callers hold it).
+void watch(Id& id);
+void unwatch(Id& id);
+void watch_locked(Id& id);
+void unwatch_locked(Id& id);
+// Sends and receives on a CM socket wait at most this long: a dead or hostile peer costs a
+// program a bounded wait, never a hang.
+constexpr int kMessageSeconds = 2;
+void set_deadlines(int fd);
+// GID 0 of vrdma0 (the router's address): what a peer's QP connects to.
+ibv_gid local_gid();
+// For a synchronous id: the next event for it, which must be `want` (its status as errno if not).
+int wait_for(Id& id, rdma_cm_event_type want);
+
+// The messages a socket brings, and the QP steps they make (with the channel's read_mu held).
+void on_readable(Id& id);
+// Ends the connection's socket: out of the channel's set, closed.
+void close_locked(Id& id);
+// A listener's connection that never became the program's: closed and freed.
+void drop_awaiting(Id& child);
+constexpr size_t kMinAwaiting = 16;
+int connect_qp(Id& id);   // RTR and RTS to the peer in `id.peer`
+void qp_to_error(Id& id);
+
+}  // namespace rb::rdmacm

@@ -1,0 +1,35 @@
+#pragma once
+// The connection manager's messages between two processes' rdmacm layers, over a TCP connection
+// of their own from the active side to the passive side's (IP, port): what IB's CM sends as MADs
+// (REQ, REP, RTU, REJ, DREQ), each a fixed-size record. They carry what each side's QP needs of the
+// other (its number, its first PSN, and GID 0: the address of the vrdma router serving it) and the
+// programs' private data; the RDMA traffic itself goes through the routers, never this connection.
+#include <cstdint>
+
+namespace rb::rdmacm {
+
+enum class Kind : uint8_t { req = 1, rep, rtu, rej, dreq };
+
+// Private data each message carries at most, as InfiniBand's rdma_cm gives it to programs.
+constexpr uint8_t kReqPrivate = 56, kRepPrivate = 196, kRejPrivate = 148;
+
+struct Message {
+  uint32_t magic = kMagic;
+  uint8_t version = kVersion;
+  Kind kind = Kind::req;
+  uint8_t private_len = 0;
+  uint8_t responder_resources = 0, initiator_depth = 0, retry_count = 0, rnr_retry_count = 0, srq = 0;
+  uint32_t qp_num = 0, psn = 0;
+  uint8_t gid[16] = {};
+  uint8_t private_data[kRepPrivate] = {};
+  static constexpr uint32_t kMagic = 0x4d435256;  // "VRCM"
+  static constexpr uint8_t kVersion = 1;
+};
+static_assert(sizeof(Message) == 232);
+
+// Sends or receives one whole message on a blocking socket with a time limit; false on error,
+// end of stream, or a message that is not ours.
+bool send_message(int fd, const Message& m);
+bool receive_message(int fd, Message& m);
+
+}  // namespace rb::rdmacm

@@ -1,0 +1,128 @@
+"""Unmodified rdma_cm programs on vrdma: rdmacm-utils' rping, ucmatose, rdma_server/rdma_client and
+perftest's -R, through vrdma-run (libvrdma-rdmacm.so preloaded over librdmacm), on one host and
+across two routers in two network namespaces. The connection manager's messages go over TCP
+between the two programs; every byte of RDMA goes through the routers, checked where the
+programs offer it (rping -V validates each ping)."""
+import shutil
+import socket
+import time
+
+import pytest
+
+from conftest import run
+from test_verbs_interop import (CMD_TIMEOUT, PERFTESTS, hosts, one_host, pair, routers_said,  # noqa: F401
+                                two_hosts)
+
+RDMACM_UTILS = ["rping", "ucmatose", "udaddy", "rdma_server", "rdma_client"]
+
+
+@pytest.fixture(autouse=True)
+def need_rdmacm_utils():
+    missing = [p for p in RDMACM_UTILS if not shutil.which(p)]
+    if missing:
+        pytest.skip(f"not installed: {' '.join(missing)} (apt-get install rdmacm-utils)")
+
+
+def clean(*outs):
+    for out in outs:
+        assert "vrdma-rdmacm:" not in out and "vrdma-verbs:" not in out, out
+
+
+@pytest.mark.parametrize("size", [64, 4000, 65536])
+def test_rping_validates_every_ping(hosts, free_port, size):
+    """rping's server READs the client's buffer and WRITEs it back; -V checks each echo (and -v
+    prints each, kept to the small size: the server's pipe is read only at its end)."""
+    count = 50
+    verbose = size <= 64
+    argv = ["rping", "-p", str(free_port), "-C", str(count), "-S", str(size), "-V", *(["-v"] if verbose else [])]
+    src, sout, cli = pair(hosts, [*argv, "-s", "-a", hosts["addr"]], [*argv, "-c", "-a"])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0, out + routers_said(hosts)
+    assert src == 0, sout + routers_said(hosts)
+    if verbose:
+        assert out.count("ping data: rdma-ping-") == count, out
+        assert sout.count("server ping data: rdma-ping-") == count, sout
+    assert "data mismatch" not in out + sout
+    clean(out, sout)
+
+
+def test_ucmatose_connects_several_ids(hosts, free_port):
+    """ucmatose: 4 connections from one event channel, each sending and receiving 10 messages."""
+    argv = ["ucmatose", "-p", str(free_port), "-c", "4", "-C", "10"]
+    src, sout, cli = pair(hosts, argv, [*argv, "-s"])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0 and "return status 0" in out, out + routers_said(hosts)
+    assert src == 0 and "return status 0" in sout, sout + routers_said(hosts)
+    clean(out, sout)
+
+
+def test_rdma_server_and_client(hosts, free_port):
+    """librdmacm's synchronous interface: rdma_getaddrinfo, rdma_create_ep, rdma_get_request."""
+    src, sout, cli = pair(hosts, ["rdma_server", "-p", str(free_port)], ["rdma_client", "-p", str(free_port), "-s"])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0 and "rdma_client: end 0" in out, out + routers_said(hosts)
+    assert src == 0 and "rdma_server: end 0" in sout, sout + routers_said(hosts)
+    clean(out, sout)
+
+
+@pytest.mark.parametrize("tool", PERFTESTS)
+def test_perftest_over_rdma_cm(hosts, free_port, tool):
+    src, sout, cli = pair(hosts, [tool, "-R", "-p", str(free_port), "-n", "200"])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0, out + routers_said(hosts)
+    assert src == 0, sout + routers_said(hosts)
+    assert "vrdma0" in out
+    assert [line for line in out.splitlines() if line.strip()[:1].isdigit()], out
+    clean(out, sout)
+
+
+def test_ud_ids_are_refused_with_a_line(one_host):
+    r = run(one_host["client"].argv(["udaddy", "-s", "127.0.0.1"]), timeout=30)
+    assert r.returncode != 0
+    assert "vrdma-rdmacm: rdma_create_id: UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB) are not supported" in r.stderr
+
+
+def test_connecting_where_nobody_listens_is_refused_at_once(one_host, free_port):
+    with socket.socket() as s:  # a port nobody listens on, held so nobody does meanwhile
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        started = time.monotonic()
+        r = run(one_host["client"].argv(["rping", "-c", "-a", "127.0.0.1", "-p", str(port), "-C", "1"]), timeout=30)
+    assert r.returncode != 0
+    assert time.monotonic() - started < 10
+    assert "REJECTED" in r.stdout + r.stderr or "rdma_connect" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_silent_connections_to_a_listener_hold_a_bounded_number_of_descriptors(one_host, free_port):
+    """The CM listens on a TCP port, which anyone on the host (or network) can connect to: 200
+    connections that never send a connect request hold at most 16 of the listening program's
+    descriptors (the oldest go), and a real client still connects."""
+    from test_verbs_interop import serving
+    import os
+    argv = ["rping", "-p", str(free_port), "-C", "5", "-V"]
+    with serving(one_host["server"], [*argv, "-s", "-a", "127.0.0.1"]) as srv:
+        before = len(os.listdir(f"/proc/{srv.pid}/fd"))
+        silent = [socket.create_connection(("127.0.0.1", free_port)) for _ in range(200)]
+        time.sleep(1)
+        held = len(os.listdir(f"/proc/{srv.pid}/fd")) - before
+        cli = run(one_host["client"].argv([*argv, "-c", "-a", "127.0.0.1"]), timeout=CMD_TIMEOUT)
+        for s in silent:
+            s.close()
+        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+    assert held <= 16, f"200 silent connections hold {held} of the listener's descriptors"
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert srv.returncode == 0, out
+
+
+def test_librspreload_stops_the_program_rather_than_fall_back_to_kernel_tcp(one_host):
+    """rsocket is not offered yet; librspreload would then quietly carry the program's sockets over
+    the kernel's TCP. The first socket it would carry stops the program with a line saying why."""
+    import glob
+    preload = glob.glob("/usr/lib/*/rsocket/librspreload.so*")
+    if not preload:
+        pytest.skip("librspreload is not installed (librdmacm1)")
+    code = "import socket; socket.socket(); print('ran over the kernel TCP')"
+    r = run(["env", f"LD_PRELOAD={preload[0]}", *one_host["client"].argv(["python3", "-c", code])], timeout=30)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "ran over the kernel TCP" not in r.stdout
+    assert "librspreload would carry this program's sockets over the kernel's TCP instead: stopping" in r.stderr
