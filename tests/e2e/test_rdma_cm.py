@@ -126,3 +126,19 @@ def test_librspreload_stops_the_program_rather_than_fall_back_to_kernel_tcp(one_
     assert r.returncode == 2, r.stdout + r.stderr
     assert "ran over the kernel TCP" not in r.stdout
     assert "librspreload would carry this program's sockets over the kernel's TCP instead: stopping" in r.stderr
+
+
+@pytest.mark.parametrize("ep", ["msg", "rdm"])
+def test_fi_pingpong_over_libfabrics_verbs_provider(hosts, free_port, ep):
+    """libfabric's verbs provider finds vrdma0 through rdma_cm (every address of the host on it) and
+    runs its msg endpoints, and rxm's rdm over them, with data checks (-c)."""
+    if not shutil.which("fi_pingpong"):
+        pytest.skip("fi_pingpong is not installed (libfabric-bin)")
+    argv = ["fi_pingpong", "-p", "verbs", "-e", ep, "-I", "200", "-S", "65536", "-c"]
+    src, sout, cli = pair(hosts, [*argv, "-B", str(free_port)], [*argv, "-P", str(free_port)])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0, out + routers_said(hosts)
+    assert src == 0, sout + routers_said(hosts)
+    rows = [line.split() for line in out.splitlines() if len(line.split()) > 2 and line.split()[2].startswith("=")]
+    assert rows == [rows[0]] and rows[0][:3] == ["64k", "200", "=200"], out
+    assert "vrdma-rdmacm:" not in out + sout

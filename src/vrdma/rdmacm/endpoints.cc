@@ -20,15 +20,38 @@ sockaddr* copy_addr(const sockaddr* a, socklen_t len) {
   return c;
 }
 
+// With no node and no service, the addresses are the hints' own (libfabric's verbs provider asks so).
+int addrinfo_of_hints(const rdma_addrinfo& hints, rdma_addrinfo** res) {
+  if (!hints.ai_src_addr && !hints.ai_dst_addr) return fail(EINVAL);
+  auto* out = static_cast<rdma_addrinfo*>(calloc(1, sizeof(rdma_addrinfo)));
+  if (!out) return fail(ENOMEM);
+  out->ai_flags = hints.ai_flags;
+  out->ai_qp_type = IBV_QPT_RC;
+  out->ai_port_space = RDMA_PS_TCP;
+  if (hints.ai_src_addr) {
+    out->ai_src_addr = copy_addr(hints.ai_src_addr, hints.ai_src_len);
+    out->ai_src_len = hints.ai_src_len;
+    out->ai_family = hints.ai_src_addr->sa_family;
+  }
+  if (hints.ai_dst_addr) {
+    out->ai_dst_addr = copy_addr(hints.ai_dst_addr, hints.ai_dst_len);
+    out->ai_dst_len = hints.ai_dst_len;
+    out->ai_family = hints.ai_dst_addr->sa_family;
+  }
+  *res = out;
+  return 0;
+}
+
 }  // namespace
 
 RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints, rdma_addrinfo** res) {
-  if (!res || (!node && !service)) return fail(EINVAL);
+  if (!res || (!node && !service && !hints)) return fail(EINVAL);
   if (hints && (hints->ai_port_space == RDMA_PS_UDP || hints->ai_qp_type == IBV_QPT_UD)) {
     say("rdma_getaddrinfo: UD (RDMA_PS_UDP, IBV_QPT_UD) is not supported on vrdma");
     return fail(EOPNOTSUPP);
   }
   addrinfo h{};
+  if (!node && !service) return addrinfo_of_hints(*hints, res);
   h.ai_socktype = SOCK_STREAM;
   h.ai_family = hints && hints->ai_family ? hints->ai_family : AF_UNSPEC;
   bool passive = hints && (hints->ai_flags & RAI_PASSIVE);

@@ -27,6 +27,19 @@ ibv_gid gid_of(const sockaddr* a) {
   return g;
 }
 
+// A wildcard or loopback address names no device: rdma_cm leaves an id bound to one without a
+// context until a connection gives it one, and programs (libfabric's verbs provider) look for
+// the device's own addresses when they find none.
+bool names_no_device(const sockaddr* a) {
+  if (a->sa_family == AF_INET) {
+    uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr);
+    return ip == INADDR_ANY || (ip >> 24) == 127;
+  }
+  const in6_addr& ip = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+  return IN6_IS_ADDR_UNSPECIFIED(&ip) || IN6_IS_ADDR_LOOPBACK(&ip) ||
+         (IN6_IS_ADDR_V4MAPPED(&ip) && ip.s6_addr[12] == 127);
+}
+
 // The local address the host would send to `dst` from (the kernel's route, via a UDP socket that
 // is connected and never used).
 bool source_for(const sockaddr* dst, sockaddr_storage& src) {
@@ -113,7 +126,7 @@ RDMACM_EXPORT int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
   socklen_t len = sizeof id.base.route.addr.src_storage;
   getsockname(s.get(), &id.base.route.addr.src_addr, &len);
   id.sock = std::move(s);
-  id.base.verbs = ctx;
+  id.base.verbs = names_no_device(addr) ? nullptr : ctx;
   id.base.port_num = 1;
   id.base.route.addr.addr.ibaddr.sgid = local_gid();
   id.state = State::bound;
@@ -169,6 +182,7 @@ RDMACM_EXPORT uint16_t rdma_get_dst_port(rdma_cm_id* cm_id) {
 RDMACM_EXPORT int rdma_migrate_id(rdma_cm_id* cm_id, rdma_event_channel* channel) {
   if (!cm_id) return fail(EINVAL);
   Id& id = *of(cm_id);
+  if (channel && of(channel) == id.channel) return 0;  // where it is already
   Channel* to = channel ? of(channel) : make_channel();
   if (!to) return -1;
   Channel* from = id.channel;

@@ -38,7 +38,7 @@ void accept_one(Id& listener) {
   set_deadlines(fd);
   auto* child = new Id();
   child->sock.reset(fd);
-  child->base.verbs = listener.base.verbs;
+  child->base.verbs = device();  // a connection has the device, even where its listener has none
   child->base.context = listener.base.context;
   child->base.ps = listener.base.ps;
   child->base.port_num = 1;
