@@ -142,3 +142,30 @@ def test_fi_pingpong_over_libfabrics_verbs_provider(hosts, free_port, ep):
     rows = [line.split() for line in out.splitlines() if len(line.split()) > 2 and line.split()[2].startswith("=")]
     assert rows == [rows[0]] and rows[0][:3] == ["64k", "200", "=200"], out
     assert "vrdma-rdmacm:" not in out + sout
+
+
+@pytest.mark.parametrize("tool", ["ib_send_bw", "ib_write_lat"])
+def test_perftest_exchanging_over_rdma_cm(hosts, free_port, tool):
+    """perftest -z: the QPs connected by the test's own exchange, carried over rdma_cm."""
+    src, sout, cli = pair(hosts, [tool, "-z", "-p", str(free_port), "-n", "200"])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0 and src == 0, out + sout + routers_said(hosts)
+    assert [line for line in out.splitlines() if line.strip()[:1].isdigit()], out
+    clean(out, sout)
+
+
+def test_qperf_over_rdma_cm(hosts, free_port):
+    """qperf's RC tests with their connections made by rdma_cm (-cm1); its server runs until stopped."""
+    from test_verbs_interop import serving
+    if not shutil.which("qperf"):
+        pytest.skip("qperf is not installed")
+    tests = ["rc_lat", "rc_bw", "rc_rdma_write_lat", "rc_rdma_read_bw"]
+    with serving(hosts["server"], ["qperf", "-lp", str(free_port)]):
+        cli = run(hosts["client"].argv(["qperf", "-lp", str(free_port), "-cm1", "-t", "1", hosts["addr"], *tests]),
+                  timeout=CMD_TIMEOUT)
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0, out + routers_said(hosts)
+    for t in tests:
+        assert f"{t}:" in out, out
+    assert out.count("latency  =") == 2 and out.count("bw  =") == 2, out
+    clean(out)
