@@ -169,3 +169,25 @@ def test_qperf_over_rdma_cm(hosts, free_port):
         assert f"{t}:" in out, out
     assert out.count("latency  =") == 2 and out.count("bw  =") == 2, out
     clean(out)
+
+
+def test_peers_that_send_part_of_a_message_stall_no_one(one_host, free_port):
+    """A CM message read whole, with a time limit, once let each peer that sent 1 byte and stopped
+    hold the listener's event thread for 2 s. Messages are now taken in as they come: 10 such
+    peers, and a real client still connects at once."""
+    from test_verbs_interop import serving
+    argv = ["rping", "-p", str(free_port), "-C", "3", "-V"]
+    with serving(one_host["server"], [*argv, "-s", "-a", "127.0.0.1"]) as srv:
+        stuck = []
+        for _ in range(10):
+            s = socket.create_connection(("127.0.0.1", free_port))
+            s.sendall(b"V")
+            stuck.append(s)
+        started = time.monotonic()
+        cli = run(one_host["client"].argv([*argv, "-c", "-a", "127.0.0.1"]), timeout=CMD_TIMEOUT)
+        took = time.monotonic() - started
+        for s in stuck:
+            s.close()
+        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+    assert cli.returncode == 0 and srv.returncode == 0, cli.stdout + cli.stderr + out
+    assert took < 5, f"the client took {took:.1f} s beside 10 peers that sent a byte each"

@@ -115,7 +115,11 @@ void drop_awaiting(Id& child) {
 void on_readable(Id& id) {
   if (id.state == State::listening) return accept_one(id);
   Message m;
-  if (!receive_message(id.sock.get(), m)) return lost(id);
+  switch (id.reader.read(id.sock.get(), m)) {
+    case MessageReader::Got::nothing: return;
+    case MessageReader::Got::ended: return lost(id);
+    case MessageReader::Got::message: break;
+  }
   m.private_len = std::min<uint8_t>(m.private_len, sizeof m.private_data);
   switch (m.kind) {
     case Kind::req:

@@ -64,6 +64,7 @@ struct Id {
   State state = State::idle;
   bool sync = false;          // made without a channel: each call waits for its own event
   UniqueFd sock;              // the listening socket, or the connection's
+  MessageReader reader;       // what the connection's socket has brought of its next message
   Id* listener = nullptr;     // for an id made by a connect request
   // A listener's connections whose REQ has not come: at most kMaxAwaiting (the oldest goes), so a
   // peer that connects and says nothing holds a bounded number of the program's descriptors.

@@ -4,6 +4,7 @@
 // (REQ, REP, RTU, REJ, DREQ), each a fixed-size record. They carry what each side's QP needs of the
 // other (its number, its first PSN, and GID 0: the address of the vrdma router serving it) and the
 // programs' private data; the RDMA traffic itself goes through the routers, never this connection.
+#include <cstddef>
 #include <cstdint>
 
 namespace rb::rdmacm {
@@ -27,9 +28,19 @@ struct Message {
 };
 static_assert(sizeof(Message) == 232);
 
-// Sends or receives one whole message on a blocking socket with a time limit; false on error,
-// end of stream, or a message that is not ours.
+// Sends one whole message on a blocking socket with a time limit; false on error.
 bool send_message(int fd, const Message& m);
-bool receive_message(int fd, Message& m);
+
+// Takes a message in as many pieces as its socket gives them, never waiting: a peer that sends
+// part of one and stops costs its own connection, not the thread that reads the channel.
+class MessageReader {
+ public:
+  enum class Got { nothing, message, ended };  // ended: the stream ended, failed or spoke garbage
+  Got read(int fd, Message& out);
+
+ private:
+  uint8_t buf_[sizeof(Message)] = {};
+  size_t have_ = 0;
+};
 
 }  // namespace rb::rdmacm
