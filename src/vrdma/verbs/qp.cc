@@ -3,6 +3,7 @@
 // RC one: what vrdma delivers arrives, in order, which is all UC asks; it takes SENDs and WRITEs
 // only, as UC does (READ and atomics are refused at post).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <new>
@@ -20,19 +21,25 @@ constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WR
                               IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 
 ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
+  // Programs probe a device's limits by asking for less and less (libfabric's verbs provider
+  // asks for 128 B inline, then 96, 80, ..., and for a UD QP twice): each kind of refusal is
+  // said once a process, not once a try.
+  static std::atomic<bool> said_type{false}, said_caps{false};
   if (a.qp_type == IBV_QPT_XRC_SEND || a.qp_type == IBV_QPT_XRC_RECV) {
     say("create_qp: XRC QPs are not supported on vrdma (RC and UC are)");
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
   if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC) {
-    say("create_qp: only RC and UC QPs are supported (asked for type %d%s)", int(a.qp_type),
-        a.qp_type == IBV_QPT_UD ? ", UD" : "");
+    if (!said_type.exchange(true))
+      say("create_qp: only RC and UC QPs are supported (asked for type %d%s)", int(a.qp_type),
+          a.qp_type == IBV_QPT_UD ? ", UD" : "");
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
   if (!a.send_cq || !a.recv_cq) return fail_null<ibv_qp>(EINVAL);
   if (a.cap.max_send_sge > VRDMA_MAX_SGE || a.cap.max_recv_sge > VRDMA_MAX_SGE || a.cap.max_inline_data > kMaxInline) {
-    say("create_qp: at most %d SGEs and %u B inline (asked for %u/%u SGEs, %u B)", VRDMA_MAX_SGE, kMaxInline,
-        a.cap.max_send_sge, a.cap.max_recv_sge, a.cap.max_inline_data);
+    if (!said_caps.exchange(true))
+      say("create_qp: at most %d SGEs and %u B inline (asked for %u/%u SGEs, %u B)", VRDMA_MAX_SGE, kMaxInline,
+          a.cap.max_send_sge, a.cap.max_recv_sge, a.cap.max_inline_data);
     return fail_null<ibv_qp>(EINVAL);
   }
   auto* q = new (std::nothrow) Qp;
