@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """perftest over vrdma (the unmodified Debian binaries, through vrdma-run and libvrdma-verbs.so)
-beside rdmabench -t vrdma, for the same op and size, on one router of its own. The two take turns
+beside rdmabench -t vrdma, for the same op and size, on one router of its own; and the same with
+perftest's QPs connected by rdma_cm (-R), and UCX's put latency over rc_verbs (ucx_perftest). The two take turns
 for ROUNDS rounds, client on CPU 0 and server on CPU 1; the table gives each tool's median and
 the ratio (perftest / rdmabench). Latency is perftest's t_typical (its median) against
 rdmabench's p50, both one way (half the round trip) for WRITE and SEND and the full round trip
@@ -45,10 +46,33 @@ ROWS = [
     ("SEND 64 KiB, rdmabench --recv-mr 64K [Gb/s]", ["ib_send_bw", "-s", "65536"],
      ["--op", "send", "--mode", "bw", "--size", "64K", "--recv-mr", "64K"], "bw"),
     ("WRITE 64 B rate [Mops/s]", ["ib_write_bw", "-s", "64"], ["--op", "write", "--mode", "bw", "--size", "64"], "rate"),
+    # The same test with its QPs connected by rdma_cm (libvrdma-rdmacm.so): the data path is the same.
+    ("WRITE 64 B latency, QPs connected by rdma_cm (-R) [us]", ["ib_write_lat", "-R", "-s", "64"],
+     ["--op", "write", "--mode", "lat", "--size", "64"], "lat"),
+    # UCX's put over its rc_verbs transport on vrdma0 (ucx_perftest put_lat: half the round trip
+    # of a put that the peer polls for, as rdmabench's WRITE latency is): issue 30's goal, 1.5x.
+    ("8 B put latency, ucx_perftest put_lat over rc_verbs [us]", ["ucx_perftest", "-t", "put_lat", "-s", "8"],
+     ["--op", "write", "--mode", "lat", "--size", "8"], "ucx"),
 ]
 
 
+def ucx_perftest(sock, argv):
+    """ucx_perftest's typical (median) latency, in us, of a UCT test on vrdma0's rc_verbs."""
+    env = {**os.environ, "VRDMA_SOCKET": sock}
+    base = [str(BUILD / "vrdma-run"), *argv, "-d", "vrdma0:1", "-x", "rc_verbs", "-n", str(LAT_ITERS), "-p", str(PORT)]
+    srv = subprocess.Popen(["taskset", "-c", "1", *base], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.4)
+    out = subprocess.run(["taskset", "-c", "0", *base, "127.0.0.1"], env=env, capture_output=True, text=True, timeout=300)
+    srv.wait(timeout=60)
+    final = [l.split() for l in out.stdout.splitlines() if l.startswith("Final:")]
+    if out.returncode or not final:
+        raise SystemExit(f"{' '.join(argv)}: {out.stdout}{out.stderr}")
+    return float(final[0][2])  # Final: iterations typical average overall ...
+
+
 def perftest(sock, argv, figure):
+    if figure == "ucx":
+        return ucx_perftest(sock, argv)
     iters = LAT_ITERS if figure == "lat" else BW_ITERS
     env = {**os.environ, "VRDMA_SOCKET": sock}
     base = [str(BUILD / "vrdma-run"), *argv, "-p", str(PORT), "-n", str(iters)]
@@ -66,6 +90,7 @@ def perftest(sock, argv, figure):
 
 
 def rdmabench(sock, flags, figure):
+    figure = "lat" if figure == "ucx" else figure
     iters = LAT_ITERS if figure == "lat" else BW_ITERS
     extra = [] if figure == "lat" else ["--depth", "128", "--signal", "100"]
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
@@ -156,7 +181,7 @@ def write_section(got, loops):
              "CPU 0 and server on CPU 1, this 2-core VM. perftest 4.5 runs unmodified through `vrdma-run`; rdmabench",
              "gets perftest's depth and moderation. Medians (range over rounds); ratio = perftest / rdmabench,",
              "paired by round (median, and its range), and best round against best round.", "",
-             "| figure | perftest over vrdma | rdmabench -t vrdma | paired ratio | best vs best |",
+             "| figure | perftest (or ucx_perftest) over vrdma | rdmabench -t vrdma | paired ratio | best vs best |",
              "|---|---|---|---|---|"]
     outside = []
     for label, *_ in ROWS:
