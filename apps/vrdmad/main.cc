@@ -1,13 +1,17 @@
 // vrdmad: the vrdma router daemon of this host. It serves clients (libvrdma) on a Unix socket,
 // knows them by SO_PEERCRED and puts them in tenants from --config.
+#include <pwd.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the software NIC)
   vrdmad [--socket PATH] [--config FILE] [--listen HOST:PORT [--fabric ofi:PROVIDER] [--peer HOST:PORT]... [--insecure-link]]
-         [--threads N] [--metrics [HOST:]PORT] [--quiet]
+         [--threads N] [--metrics [HOST:]PORT] [--subuid FILE] [--quiet]
 
   --socket PATH   the Unix socket clients connect to (default: $VRDMA_SOCKET, else
                   $XDG_RUNTIME_DIR/vrdma.sock, else /run/vrdma/vrdma.sock)
@@ -44,6 +48,9 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
                   defaults to 127.0.0.1; port 0 picks one and logs it). A scraper of this host
                   sees what its uid may, as vrdmactl stats; one of another host (bind HOST off
                   loopback to allow it) sees every tenant
+  --subuid FILE   users' subordinate uids (default /etc/subuid; absent: none): a uid in no
+                  tenant that is in a user's range counts as that user's tenant, so one user's
+                  container uids are one tenant
   --quiet         no log lines
   --version       print the version
 Stops on SIGINT or SIGTERM, removing its socket; SIGHUP reloads the link key file.
@@ -81,6 +88,7 @@ int usage_error(const std::string& message) {
 struct Command {
   rb::vrdma::RouterOptions opts;
   std::string config;
+  std::string subuid = "/etc/subuid";
   bool fabric_given = false, insecure_link = false;
   std::optional<int> done;
 };
@@ -118,7 +126,7 @@ Command parse_args(const std::vector<std::string>& args) {
       if (!parse_metrics(*v, c.opts)) return answered(usage_error(fmt::format(
           "--metrics {}: give [HOST:]PORT with a numeric HOST and a port 0-65535, e.g. 9478 or 127.0.0.1:9478", *v)));
     } else if (a == "--socket" || a == "--config" || a == "--listen" || a == "--fabric" ||
-               a == "--peer") {
+               a == "--peer" || a == "--subuid") {
       const std::string* v = value();
       if (!v) return answered(usage_error(fmt::format("{} needs a value; vrdmad --help", a)));
       if (a == "--listen" || a == "--peer") {
@@ -134,13 +142,35 @@ Command parse_args(const std::vector<std::string>& args) {
         c.opts.fabric = prov;
         c.fabric_given = true;
       } else {
-        (a == "--socket" ? c.opts.socket_path : c.config) = *v;
+        (a == "--socket" ? c.opts.socket_path : a == "--subuid" ? c.subuid : c.config) = *v;
       }
     } else {
       return answered(usage_error(fmt::format("unknown argument {}; vrdmad --help lists the flags", a)));
     }
   }
   return c;
+}
+
+// Users' subordinate uids, from `path` (absent: none; unreadable: an error naming it).
+int load_subordinate_uids(const std::string& path, rb::vrdma::Tenants& tenants) {
+  std::ifstream f(path);
+  if (!f) {
+    if (errno == ENOENT) return 0;
+    return usage_error(fmt::format("--subuid {}: {}", path, std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << f.rdbuf();
+  auto uid_of = [](const std::string& name) -> std::optional<uint32_t> {
+    char* end = nullptr;
+    unsigned long n = std::strtoul(name.c_str(), &end, 10);
+    if (!name.empty() && !*end) return uint32_t(n);
+    passwd pw{}, *found = nullptr;
+    char buf[4096];
+    if (getpwnam_r(name.c_str(), &pw, buf, sizeof buf, &found) != 0 || !found) return std::nullopt;
+    return uint32_t(found->pw_uid);
+  };
+  tenants.set_subordinate_uids(rb::vrdma::parse_subuid(text.str(), uid_of));
+  return 0;
 }
 
 // The flags that only make sense together, the tenants' config and the link key it names.
@@ -154,6 +184,7 @@ int load_config(Command& c) {
     if (!t) return usage_error(t.status().message());
     opts.tenants = std::move(*t);
   }
+  if (int e = load_subordinate_uids(c.subuid, opts.tenants)) return e;
   const std::string& key_file = opts.tenants.router().link_key;
   if (insecure_link && !opts.listen.port) return usage_error("--insecure-link needs --listen HOST:PORT: it is about the link there");
   if (insecure_link && !key_file.empty())

@@ -394,6 +394,48 @@ def test_idle_connections_of_one_uid_cost_others_nothing(router, world):
     assert any("max_clients_per_uid" in line for line in lines)
 
 
+def hold_welcomed_connections_of_many_uids(sock, uids, each, seconds):
+    """One root process that becomes each of `uids` in turn (its effective uid, which the kernel
+    reports for the socket) and opens `each` connections that say hello, then holds them: a
+    user with a range of subordinate uids can do as much."""
+    hello = struct.pack("<IHHII", CONTROL_MAGIC, CONTROL_VERSION, 1, 1, 8) + struct.pack("<II", 1, 0)
+    code = (f"import os, resource, socket, time\n"
+            f"hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+            f"resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))\nheld = []\n"
+            f"for uid in {list(uids)!r}:\n    os.seteuid(uid)\n    for _ in range({each}):\n"
+            f"        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+            f"        try:\n            s.connect({sock!r}); s.send({hello!r}); held.append(s)\n"
+            f"        except OSError:\n            pass\n    os.seteuid(0)\n"
+            f"print(len(held), flush=True)\ntime.sleep({seconds})\n")
+    return subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+@as_root
+def test_a_users_many_uids_cannot_take_the_routers_descriptors(router, world):
+    """40 uids, each within max_clients_per_uid (64 connections, all welcomed), once took every
+    descriptor of a router limited to 1,024, and another tenant's open waited until they let go;
+    a user with subordinate uids (rootless containers) has 65,536. Now a user's subordinate uids
+    are that user's tenant, and a connection is a descriptor in the router's host share: the 40
+    take no more than half, and the other tenant is served."""
+    subuid = world / "subuid"
+    subuid.write_text("# a user and the uids of its containers\n4243:50000:40\n")
+    r = limited_router(router, world, extra=["--subuid", str(subuid)])
+    attack = hold_welcomed_connections_of_many_uids(r.sock, range(50000, 50040), 64, 20)
+    held = int(attack.stdout.readline())
+    time.sleep(0.5)
+    fds = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    ping = subprocess.Popen([HOSTILE, r.sock, "ping", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            user=4444)
+    result = ping_result(ping)
+    attack.kill()
+    attack.wait()
+    assert fds < 1024 - 64, f"{held} connections of 40 uids hold {fds} of the router's 1,024 descriptors"
+    assert_served(result)
+    assert fds < 1024 // 2 + 64, fds
+    log = r.log.read_text()
+    assert "descriptors are shared out" in log and "is tenant uid-4243" in log, log[-2000:]
+
+
 def test_a_connection_over_the_uids_cap_is_refused_with_the_reason(router, world):
     r = router('[router]\nmax_clients_per_uid = 1\n')
     ready = world / "ready"

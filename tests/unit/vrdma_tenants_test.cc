@@ -1,4 +1,7 @@
 // Tenants from vrdmad's --config: what is accepted, and that every refusal names the field.
+#include <cstdlib>
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "vrdma/router/tenants.hh"
@@ -76,6 +79,38 @@ TEST(VrdmaTenants, AbsentLimitsAreTheDefaultsAndZeroIsUnlimited) {
   EXPECT_EQ(t->of_uid(1)->max_mrs, 4096u);
   EXPECT_EQ(t->of_uid(2)->max_reg_bytes, 0u);
   EXPECT_EQ(t->of_uid(2)->max_qps, 0u);
+}
+
+TEST(VrdmaTenants, SubordinateUidsParseAsShadowUtilsWritesThem) {
+  auto uid_of = [](const std::string& name) -> std::optional<uint32_t> {
+    if (name == "alice") return 1000u;
+    char* end = nullptr;
+    unsigned long n = std::strtoul(name.c_str(), &end, 10);
+    if (!name.empty() && !*end) return uint32_t(n);
+    return std::nullopt;
+  };
+  auto r = parse_subuid("alice:100000:65536\n# a comment\n2000:200000:10\nnobody-known:300000:5\nbad\n"
+                        "alice:x:1\nalice:5:0\nalice:4294967295:2\n",
+                        uid_of);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].owner, 1000u);
+  EXPECT_TRUE(r[0].contains(100000) && r[0].contains(165535) && !r[0].contains(165536));
+  EXPECT_EQ(r[1].owner, 2000u);
+}
+
+TEST(VrdmaTenants, AUsersSubordinateUidsAreItsTenant) {
+  Tenants plain;
+  plain.set_subordinate_uids({{100000, 65536, 1000}});
+  EXPECT_EQ(plain.of_uid(100042)->name, "uid-1000");  // without a config: the owner's own tenant
+  EXPECT_EQ(plain.of_uid(1000)->name, "uid-1000");
+  EXPECT_EQ(plain.of_uid(99999)->name, "uid-99999");
+  auto t = Tenants::parse("[[tenant]]\nname=\"a\"\nuids=[1000]\n[[tenant]]\nname=\"b\"\nuids=[100007]\n",
+                          "--config c.toml");
+  ASSERT_TRUE(t) << t.status().message();
+  t->set_subordinate_uids({{100000, 65536, 1000}});
+  EXPECT_EQ(t->of_uid(100042)->name, "a");
+  EXPECT_EQ(t->of_uid(100007)->name, "b");  // a uid the config names is the config's
+  EXPECT_FALSE(t->of_uid(200000));
 }
 
 TEST(VrdmaTenants, TheRouterTableNamesAdminsAndTheConnectionCap) {

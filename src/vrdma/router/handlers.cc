@@ -28,9 +28,19 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
     log_limited(fmt::format("refused {}", s.uid), fmt::format("client pid {} refused: {}", s.pid, t.status().message()));
     return error(s, m, EPERM, t.status().message());
   }
+  // A connection is one of the router's descriptors: many uids (a user's subordinate range) each
+  // within max_clients_per_uid once took them all. Root and admin_uids are always let in (the
+  // router's own reserve), so the operator can see what holds them.
+  TenantUsage& u = usage_[t->name];
+  if (std::string why; s.uid != 0 && !opts_.tenants.router().is_admin(s.uid) && !host_allows(u, {0, 1}, &why)) {
+    ++u.refused_clients;
+    log_limited(fmt::format("share {}", s.uid), fmt::format("client pid {} (uid {}) refused: {}", s.pid, s.uid, why));
+    s.hello_by_ns = now_ns();  // dropped at the loop's next look, as a client that said nothing
+    return error(s, m, EUSERS, why);
+  }
   s.tenant = *t;
   s.welcomed = true;
-  ++usage_[s.tenant.name].clients;
+  ++u.clients;
   proto::Welcome w;
   proto::put_text(w.tenant, sizeof w.tenant, s.tenant.name);
   w.max_reg_bytes = s.tenant.max_reg_bytes;
@@ -199,12 +209,12 @@ HostCost cost_of(const TenantUsage& u) {
 
 bool Router::host_allows(const TenantUsage& u, const HostCost& more, std::string* why) const {
   HostCost all, mine = cost_of(u);
-  size_t tenants = mine.mappings ? 0 : 1;  // this one counts, holding any or not
+  size_t tenants = mine.mappings || mine.descriptors ? 0 : 1;  // this one counts, holding any or not
   for (const auto& [name, t] : usage_) {
     HostCost c = cost_of(t);
     all.mappings += c.mappings;
     all.descriptors += c.descriptors;
-    tenants += c.mappings != 0;
+    tenants += c.mappings || c.descriptors;
   }
   return host_share_.allows(mine, all, tenants, more, why);
 }

@@ -5,7 +5,10 @@
 // many tenants (or uids) within their limits could take it all. Past half of either budget, a
 // tenant grows only while it holds less than half an even share of it (shared with at least one
 // more), so no tenant holds more than half, and tenants that came early, or many together,
-// cannot starve the others.
+// cannot starve the others (it takes a few hundred tenants, each taking all it may, to fill the
+// budget). A connection is a descriptor: tenants that only connect count too. Tenants are what
+// the config says, and a user's subordinate uids are that user's tenant (tenants.hh), so a
+// user's containers do not multiply their share.
 #include <cstddef>
 #include <cstdint>
 #include <string>

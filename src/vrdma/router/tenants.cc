@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -190,7 +192,35 @@ Result<Tenants> Tenants::load(const std::string& path) {
   return parse(ss.str(), "--config " + path);
 }
 
+std::vector<SubordinateUids> parse_subuid(const std::string& text,
+                                         const std::function<std::optional<uint32_t>(const std::string&)>& uid_of) {
+  std::vector<SubordinateUids> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos || line.empty() || line[0] == '#') continue;
+    char* end = nullptr;
+    std::string first = line.substr(a + 1, b - a - 1), count = line.substr(b + 1);
+    unsigned long f = std::strtoul(first.c_str(), &end, 10);
+    if (first.empty() || *end) continue;
+    unsigned long n = std::strtoul(count.c_str(), &end, 10);
+    if (count.empty() || *end || n == 0 || f > UINT32_MAX || n > UINT32_MAX - f) continue;
+    auto owner = uid_of(line.substr(0, a));
+    if (owner) out.push_back({uint32_t(f), uint32_t(n), *owner});
+  }
+  return out;
+}
+
 Result<Tenant> Tenants::of_uid(uint32_t uid) const {
+  bool named = false;
+  for (const auto& t : list_) named = named || std::find(t.uids.begin(), t.uids.end(), uid) != t.uids.end();
+  if (!named)
+    for (const auto& r : subordinate_)
+      if (r.contains(uid) && r.owner != uid) return named_tenant_of(r.owner);
+  return named_tenant_of(uid);
+}
+
+Result<Tenant> Tenants::named_tenant_of(uint32_t uid) const {
   if (!from_config_) {
     Tenant t;
     t.name = fmt::format("uid-{}", uid);

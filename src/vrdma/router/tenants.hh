@@ -24,6 +24,7 @@
 // Without a config every uid is a tenant of its own, named uid-<n>, with the default limits: a
 // router shared by strangers is never unlimited unless its config says so.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,17 @@ struct RouterLimits {
   bool is_admin(uint32_t uid) const;
 };
 
+// A user's subordinate uids (/etc/subuid: the uids a rootless container of theirs runs as).
+struct SubordinateUids {
+  uint32_t first = 0, count = 0;
+  uint32_t owner = 0;
+  bool contains(uint32_t uid) const { return uid >= first && uid - first < count; }
+};
+// Parses /etc/subuid's text ("name-or-uid:first:count" lines); `uid_of` names an owner's uid (none:
+// the line is skipped). Malformed lines are skipped, as shadow-utils skips them.
+std::vector<SubordinateUids> parse_subuid(const std::string& text,
+                                         const std::function<std::optional<uint32_t>(const std::string&)>& uid_of);
+
 class Tenants {
  public:
   // Every uid its own tenant, with the default limits.
@@ -71,8 +83,11 @@ class Tenants {
   static Result<Tenants> parse(const std::string& text, const std::string& origin);
   static Result<Tenants> load(const std::string& path);
 
-  // The tenant of `uid`, or an error naming the uid and the config when none has it.
+  // The tenant of `uid`, or an error naming the uid and the config when none has it. A uid in
+  // no tenant that is another user's subordinate uid is that user's: one person's container
+  // uids are one tenant, not 65,536 (each with a share of the router's descriptors).
   Result<Tenant> of_uid(uint32_t uid) const;
+  void set_subordinate_uids(std::vector<SubordinateUids> ranges) { subordinate_ = std::move(ranges); }
   const std::vector<Tenant>& configured() const { return list_; }
   bool from_config() const { return from_config_; }
   const RouterLimits& router() const { return router_; }
@@ -83,6 +98,8 @@ class Tenants {
   TenantDefaults defaults_ = tenant_defaults();
   bool from_config_ = false;
   std::string origin_;
+  std::vector<SubordinateUids> subordinate_;
+  Result<Tenant> named_tenant_of(uint32_t uid) const;
 };
 
 }  // namespace rb::vrdma
