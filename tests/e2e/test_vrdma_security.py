@@ -306,6 +306,27 @@ def test_admins_in_no_tenant_read_every_tenants_statistics_and_nothing_more(rout
 
 
 @as_root
+def test_a_welcome_tells_nothing_of_other_tenants_connections(router):
+    """The welcome carried the router's connection counter, so a tenant sampling it twice learnt
+    how many connections every tenant had opened between (probe 6, F2)."""
+    r = router()
+
+    def welcome_client_id():
+        c = RawClient.__new__(RawClient)
+        c.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.s.connect(r.sock)
+        c.s.settimeout(5)
+        c.seq = 0
+        _, body, _ = c.ask("hello", struct.pack("<II", os.getpid(), 0))
+        c.s.close()
+        return struct.unpack_from("<I", body, 76)[0]
+
+    first = welcome_client_id()
+    for _ in range(20):  # another tenant's connections meanwhile
+        speak(r.sock)[0].close()
+    assert welcome_client_id() == first
+
+
 def test_a_tenant_sees_only_its_own_statistics(router):
     r = router(f'[router]\nadmin_uids = [{NOBODY + 1}]\n')
     assert run([HOSTILE, r.sock, "reg", "4096"], timeout=30).returncode == 0  # root's tenant: uid-0

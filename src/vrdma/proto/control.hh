@@ -72,7 +72,7 @@ struct Welcome {
   char tenant[kNameBytes] = {};
   uint64_t max_reg_bytes = 0;  // 0: unlimited
   uint32_t max_qps = 0;        // 0: unlimited
-  uint32_t client_id = 0;      // the router's number for this connection
+  uint32_t client_id = 0;      // 0: the router's numbering of connections counts every tenant's, so it is not shown
   uint64_t router_id = 0;      // random per router run: QP addresses name it
   uint8_t direct = 0;          // the tenant's same-host peers may use the direct path
   uint8_t pad[7] = {};

@@ -45,7 +45,6 @@ Router::Reply Router::hello(Session& s, const proto::Message& m) {
   proto::put_text(w.tenant, sizeof w.tenant, s.tenant.name);
   w.max_reg_bytes = s.tenant.max_reg_bytes;
   w.max_qps = s.tenant.max_qps;
-  w.client_id = s.id;
   w.router_id = router_id_;
   w.direct = s.tenant.direct && !s.tenant.rate_limited();  // rate limits are enforced on the router path
   w.listen = opts_.listen;
@@ -60,7 +59,6 @@ Router::Reply Router::welcome_observer(Session& s, const proto::Message& m) {
   s.tenant.name = "(admin)";
   proto::Welcome w;
   proto::put_text(w.tenant, sizeof w.tenant, s.tenant.name);
-  w.client_id = s.id;
   w.router_id = router_id_;
   w.listen = opts_.listen;
   log_limited(fmt::format("hello {}", s.uid), fmt::format("client {} (pid {}, uid {}) is an admin in no tenant: statistics only",
