@@ -299,6 +299,16 @@ def test_verbs_probe(tmp_path, path):
     assert routed_ops == 3 if path == "direct" else routed_ops > 3, stats.stdout
 
 
+def test_registering_while_other_threads_use_the_pages(one_host):
+    """Four threads registering small malloc'd buffers, two more writing counters beside them on
+    the heap: mapping shared memory under a region's pages once lost other threads' writes
+    there (malloc's records, the library's own maps) and crashed the program within seconds."""
+    need_programs()
+    r = run(one_host["client"].argv([str(BUILD / "verbs_reg_threads"), "4", "3"]), timeout=60)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stdout}{r.stderr}"
+    assert "counter writes lost 0" in r.stdout, r.stdout
+
+
 def need_ucx_tools():
     if not shutil.which("ucx_info") or not shutil.which("ucx_perftest"):
         pytest.skip("not installed: ucx_info, ucx_perftest (apt-get install ucx-utils)")

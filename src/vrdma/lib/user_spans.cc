@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "vrdma/lib/write_fence.hh"
+
 namespace rb::vrdma {
 namespace {
 
@@ -19,14 +21,25 @@ Status sys_error(int err, const std::string& what) {
   return {err == ENOMEM ? Errc::unavailable : Errc::invalid_argument, fmt::format("{}: {}", what, std::strerror(err))};
 }
 
-// Puts the memfd's bytes at `file_offset` under [addr, end), with what the caller has there now.
-Status map_under(int fd, uint64_t file_offset, uintptr_t addr, uintptr_t end) {
+// Puts the memfd's bytes at `file_offset` under [addr, end), with what the caller has there now;
+// 0 or an errno. Behind a write fence (write_fence.hh), so no other thread's write to those pages
+// is lost between the copy and the remap.
+int map_under(int fd, uint64_t file_offset, uintptr_t addr, uintptr_t end) {
   size_t len = end - addr;
-  if (pwrite(fd, reinterpret_cast<const void*>(addr), len, off_t(file_offset)) != ssize_t(len))
-    return sys_error(errno ? errno : EFAULT, fmt::format("vrdma_reg_mr: copying {:#x} (+{} B) into shared memory", addr, len));
-  if (mmap(reinterpret_cast<void*>(addr), len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off_t(file_offset)) == MAP_FAILED)
-    return sys_error(errno, "vrdma_reg_mr: mapping over the buffer");
-  return {};
+  errno = 0;
+  WriteFence fence(addr, end);
+  if (!fence.up() && errno) return errno == ENOMEM ? EFAULT : errno;  // ENOMEM: not mapped
+  if (pwrite(fd, reinterpret_cast<const void*>(addr), len, off_t(file_offset)) != ssize_t(len) ||
+      mmap(reinterpret_cast<void*>(addr), len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off_t(file_offset)) == MAP_FAILED) {
+    int err = errno ? errno : EFAULT;
+    mprotect(reinterpret_cast<void*>(addr), len, PROT_READ | PROT_WRITE);  // as it was
+    return err;
+  }
+  return 0;
+}
+
+Status mapping_failed(int err, uintptr_t addr, uintptr_t end) {
+  return sys_error(err, fmt::format("vrdma_reg_mr: mapping shared memory under {:#x} (+{} B)", addr, end - addr));
 }
 
 }  // namespace
@@ -40,7 +53,7 @@ Result<UserSpans::Span*> UserSpans::make(uintptr_t addr, uintptr_t end) {
   // how a span takes in a region that reaches past it.
   if (ftruncate(s->fd.get(), off_t(s->file_offset + (end - addr))) != 0 || fcntl(s->fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0)
     return sys_error(errno, "vrdma_reg_mr: sizing shared memory");
-  if (Status st = map_under(s->fd.get(), s->file_offset, addr, end); !st) return st;
+  if (int err = map_under(s->fd.get(), s->file_offset, addr, end)) return mapping_failed(err, addr, end);
   Span* p = s.get();
   spans_.emplace(addr, std::move(s));
   return p;
@@ -53,7 +66,7 @@ Result<UserSpans::Span*> UserSpans::grow(Span& s, uintptr_t addr, uintptr_t end)
       return Status(Errc::unsupported, fmt::format("vrdma_reg_mr: {:#x} (+{} B) reaches {} B below pages registered "
                                                    "already, more than vrdma's {} pages of room there: register the "
                                                    "lower buffer first", addr, end - addr, below, kHeadroomPages));
-    if (Status st = map_under(s.fd.get(), s.file_offset - below, addr, s.start); !st) return st;
+    if (int err = map_under(s.fd.get(), s.file_offset - below, addr, s.start)) return mapping_failed(err, addr, s.start);
     auto node = spans_.extract(s.start);
     s.file_offset -= below;
     s.start = addr;
@@ -63,7 +76,7 @@ Result<UserSpans::Span*> UserSpans::grow(Span& s, uintptr_t addr, uintptr_t end)
   if (end > s.end) {
     uint64_t at = s.file_offset + (s.end - s.start);
     if (ftruncate(s.fd.get(), off_t(at + (end - s.end))) != 0) return sys_error(errno, "vrdma_reg_mr: growing shared memory");
-    if (Status st = map_under(s.fd.get(), at, s.end, end); !st) return st;
+    if (int err = map_under(s.fd.get(), at, s.end, end)) return mapping_failed(err, s.end, end);
     s.end = end;
   }
   return &s;
@@ -99,6 +112,12 @@ void UserSpans::release(Span* span) {
   int fd = gone->fd.get();
   off_t from = off_t(gone->file_offset);
   void* at = reinterpret_cast<void*>(start);
+  WriteFence fence(start, start + len);  // writers wait; readers see the bytes throughout
+  void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy != MAP_FAILED && pread(fd, copy, len, from) == ssize_t(len) &&
+      mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED)
+    return;
+  if (copy != MAP_FAILED) munmap(copy, len);
   if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
     (void)!pread(fd, at, len, from);
 }
