@@ -191,3 +191,17 @@ def test_peers_that_send_part_of_a_message_stall_no_one(one_host, free_port):
         out, _ = srv.communicate(timeout=CMD_TIMEOUT)
     assert cli.returncode == 0 and srv.returncode == 0, cli.stdout + cli.stderr + out
     assert took < 5, f"the client took {took:.1f} s beside 10 peers that sent a byte each"
+
+
+def test_a_passive_side_that_never_replies_fails_the_connect_within_a_bound(one_host):
+    """A 'server' that accepts the CM's TCP connection and says nothing left rping -c waiting for
+    its reply for as long as the connection stayed open; the reply now has 5 s to come."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        r = run(one_host["client"].argv(["rping", "-c", "-a", "127.0.0.1", "-p", str(port), "-C", "1"]), timeout=60)
+        took = time.monotonic() - started
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert 4 < took < 15, f"rping gave up after {took:.1f} s"

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "vrdma/rdmacm/state.hh"
 
@@ -16,8 +19,11 @@ Channel* make_channel() {
   auto* c = new Channel();
   c->epoll.reset(epoll_create1(EPOLL_CLOEXEC));
   c->queued.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
+  c->timer.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   epoll_event ev{EPOLLIN, {.ptr = nullptr}};
-  if (!c->epoll || !c->queued || epoll_ctl(c->epoll.get(), EPOLL_CTL_ADD, c->queued.get(), &ev) != 0) {
+  epoll_event tv{EPOLLIN, {.ptr = c}};  // the channel itself: a deadline passed
+  if (!c->epoll || !c->queued || !c->timer || epoll_ctl(c->epoll.get(), EPOLL_CTL_ADD, c->queued.get(), &ev) != 0 ||
+      epoll_ctl(c->epoll.get(), EPOLL_CTL_ADD, c->timer.get(), &tv) != 0) {
     int err = errno;
     delete c;
     errno = err;
@@ -63,6 +69,44 @@ void watch_locked(Id& id) {
   if (id.sock && epoll_ctl(c.epoll.get(), EPOLL_CTL_ADD, id.sock.get(), &ev) == 0) c.watched.insert(&id);
 }
 
+int64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+namespace {
+
+// The channel's timer at the earliest deadline of the ids it watches (disarmed if none).
+void arm_timer_locked(Channel& c) {
+  int64_t next = 0;
+  for (Id* id : c.watched)
+    if (id->deadline_ns && (!next || id->deadline_ns < next)) next = id->deadline_ns;
+  itimerspec at{};
+  at.it_value.tv_sec = next / 1'000'000'000;
+  at.it_value.tv_nsec = next % 1'000'000'000;
+  timerfd_settime(c.timer.get(), TFD_TIMER_ABSTIME, &at, nullptr);
+}
+
+// Ids whose deadline has passed fail their handshake.
+void expire_due_locked(Channel& c) {
+  uint64_t fired;
+  (void)!read(c.timer.get(), &fired, sizeof fired);
+  int64_t now = monotonic_ns();
+  std::vector<Id*> due;
+  for (Id* id : c.watched)
+    if (id->deadline_ns && id->deadline_ns <= now) due.push_back(id);
+  for (Id* id : due) expire_locked(*id);
+  arm_timer_locked(c);
+}
+
+}  // namespace
+
+void set_deadline_locked(Id& id, int64_t deadline_ns) {
+  id.deadline_ns = deadline_ns;
+  arm_timer_locked(*id.channel);
+}
+
 void unwatch_locked(Id& id) {
   Channel& c = *id.channel;
   if (c.watched.erase(&id) && id.sock) epoll_ctl(c.epoll.get(), EPOLL_CTL_DEL, id.sock.get(), nullptr);
@@ -103,8 +147,9 @@ bool read_ready(Channel& c, int timeout_ms) {
   if (n <= 0) return false;
   std::lock_guard lock(c.read_mu);
   for (int i = 0; i < n; ++i) {
-    auto* id = static_cast<Id*>(evs[i].data.ptr);
-    if (id && c.watched.count(id)) on_readable(*id);
+    void* tag = evs[i].data.ptr;
+    if (tag == &c) expire_due_locked(c);
+    else if (auto* id = static_cast<Id*>(tag); id && c.watched.count(id)) on_readable(*id);
   }
   return true;
 }

@@ -94,7 +94,11 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
   if (!send_message(s.get(), req)) return -1;
   id.sock = std::move(s);
   id.state = State::connecting;
-  watch(id);
+  {
+    std::lock_guard lock(id.channel->read_mu);
+    watch_locked(id);
+    set_deadline_locked(id, monotonic_ns() + kStepSeconds * 1'000'000'000);
+  }
   return id.sync ? wait_for(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
@@ -118,6 +122,7 @@ RDMACM_EXPORT int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
       return fail(err);
     }
     id.state = State::accepting;
+    set_deadline_locked(id, monotonic_ns() + kStepSeconds * 1'000'000'000);
   }
   return id.sync ? wait_for(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }

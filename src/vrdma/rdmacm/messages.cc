@@ -52,6 +52,7 @@ void accept_one(Id& listener) {
   getsockname(fd, &child->base.route.addr.src_addr, &len);
   child->base.route.addr.addr.ibaddr.sgid = local_gid();
   watch_locked(*child);
+  set_deadline_locked(*child, monotonic_ns() + kStepSeconds * 1'000'000'000);
   listener.awaiting.push_back(child);
   if (listener.awaiting.size() > std::max<size_t>(kMinAwaiting, size_t(listener.backlog)))
     drop_awaiting(*listener.awaiting.front());
@@ -101,10 +102,28 @@ void on_reply(Id& id, const Message& m) {
   rtu.kind = Kind::rtu;
   send_message(id.sock.get(), rtu);
   id.state = State::connected;
+  set_deadline_locked(id, 0);
   post(id, RDMA_CM_EVENT_ESTABLISHED, 0, &m);
 }
 
 }  // namespace
+
+void expire_locked(Id& id) {
+  id.deadline_ns = 0;
+  switch (id.state) {
+    case State::awaiting_req: return drop_awaiting(id);
+    case State::connecting:  // no reply: as IB CM's REQ timing out
+      close_locked(id);
+      id.state = State::idle;
+      return post(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+    case State::accepting:  // no RTU
+      close_locked(id);
+      id.state = State::idle;
+      qp_to_error(id);
+      return post(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT);
+    default: return;
+  }
+}
 
 void drop_awaiting(Id& child) {
   forget_awaiting(child);
@@ -120,13 +139,17 @@ void on_readable(Id& id) {
     case MessageReader::Got::ended: return lost(id);
     case MessageReader::Got::message: break;
   }
-  m.private_len = std::min<uint8_t>(m.private_len, sizeof m.private_data);
+  // No more private data than InfiniBand carries in each message: a program may size its
+  // buffer by it.
+  uint8_t most = m.kind == Kind::req ? kReqPrivate : m.kind == Kind::rep ? kRepPrivate : m.kind == Kind::rej ? kRejPrivate : 0;
+  m.private_len = std::min(m.private_len, most);
   switch (m.kind) {
     case Kind::req:
       if (id.state != State::awaiting_req) return lost(id);
       id.peer = m;
       std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
       id.state = State::requested;
+      set_deadline_locked(id, 0);  // the program accepts or rejects when it will
       forget_awaiting(id);
       return post(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &m, id.listener);
     case Kind::rep:
@@ -135,6 +158,7 @@ void on_readable(Id& id) {
     case Kind::rtu:
       if (id.state != State::accepting) return lost(id);
       id.state = State::connected;
+      set_deadline_locked(id, 0);
       return post(id, RDMA_CM_EVENT_ESTABLISHED, 0);
     case Kind::rej:
       if (id.state != State::connecting) return lost(id);

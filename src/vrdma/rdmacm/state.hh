@@ -46,6 +46,7 @@ struct Event {
 struct Channel {
   rdma_event_channel base{};  // first; base.fd is the epoll set
   UniqueFd epoll, queued;     // queued: an eventfd (semaphore) counting `events`
+  UniqueFd timer;             // a timerfd at the earliest deadline of its ids' handshakes
   std::mutex mu;               // guards `events`
   std::deque<Event*> events;
   // Guards reading the sockets and `watched`: an id destroyed while another thread waits on the
@@ -65,6 +66,7 @@ struct Id {
   bool sync = false;          // made without a channel: each call waits for its own event
   UniqueFd sock;              // the listening socket, or the connection's
   MessageReader reader;       // what the connection's socket has brought of its next message
+  int64_t deadline_ns = 0;    // a handshake's step (REP, RTU, REQ) must come by then; 0: none
   Id* listener = nullptr;     // for an id made by a connect request
   // A listener's connections whose REQ has not come: at most kMaxAwaiting (the oldest goes), so a
   // peer that connects and says nothing holds a bounded number of the program's descriptors.
@@ -97,9 +99,16 @@ void watch(Id& id);
 void unwatch(Id& id);
 void watch_locked(Id& id);
 void unwatch_locked(Id& id);
-// Sends and receives on a CM socket wait at most this long: a dead or hostile peer costs a
-// program a bounded wait, never a hang.
+// Sends on a CM socket wait at most this long, and each step of a handshake must come within
+// kStepSeconds (as IB CM's REQ and REP time out): a dead or hostile peer costs a program a
+// bounded wait, never a hang.
 constexpr int kMessageSeconds = 2;
+constexpr int64_t kStepSeconds = 5;
+// Sets (or, with 0, clears) `id`'s deadline, with the channel's read_mu held.
+void set_deadline_locked(Id& id, int64_t deadline_ns);
+int64_t monotonic_ns();
+// What a passed deadline does: the handshake fails as a lost peer's would.
+void expire_locked(Id& id);
 void set_deadlines(int fd);
 // GID 0 of vrdma0 (the router's address): what a peer's QP connects to.
 ibv_gid local_gid();
