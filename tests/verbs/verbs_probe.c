@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -254,6 +255,19 @@ static void check_overlapping_regions(struct ibv_context *ctx, struct ibv_pd *pd
   CHECK(!ibv_dereg_mr(below) && !ibv_dereg_mr(above) && buf[100] == 0xb2 && buf[4096] == 0xa1 && buf[2 * 4096] == 0xc3 &&
             buf[3 * 4096] == 0x11,
         "when the last region goes the memory keeps every byte written");
+  /* Memory that is not the program's own private, writable memory is refused, not detached. */
+  uint8_t *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint8_t *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  uint8_t *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  munmap(gone, 4096);
+  errno = 0;
+  CHECK(!ibv_reg_mr(pd, ro, 64, 0) && errno == EOPNOTSUPP, "a region over a read-only page: EOPNOTSUPP, the page kept");
+  errno = 0;
+  CHECK(!ibv_reg_mr(pd, shared, 64, rw) && errno == EOPNOTSUPP, "a region over a shared mapping: EOPNOTSUPP");
+  errno = 0;
+  CHECK(!ibv_reg_mr(pd, gone, 64, rw) && errno == EFAULT, "a region over memory that is not mapped: EFAULT");
+  munmap(ro, 4096);
+  munmap(shared, 4096);
   uint8_t *gap = aligned_alloc(4096, 3 * 4096);
   struct ibv_mr *p0 = ibv_reg_mr(pd, gap, 4096, rw), *p2 = ibv_reg_mr(pd, gap + 2 * 4096, 4096, rw);
   errno = 0;

@@ -198,7 +198,9 @@ Call<std::unique_ptr<Region>> Context::reg_mr(uint32_t pd, void* addr, uint64_t 
   uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + len + page - 1) & ~(page - 1);
   auto shared = spans_.share(start, end - start);
   if (!shared)
-    return fail<std::unique_ptr<Region>>(shared.status().code() == Errc::unsupported ? EOPNOTSUPP : ENOMEM,
+    return fail<std::unique_ptr<Region>>(shared.status().code() == Errc::unsupported        ? EOPNOTSUPP
+                                         : shared.status().code() == Errc::invalid_argument ? EFAULT
+                                                                                             : ENOMEM,
                                          shared.status().message());
   uint64_t va = reinterpret_cast<uint64_t>(addr);
   auto a = ask(proto::Type::reg_mr, proto::RegMr{pd, access, len, va, shared->offset}, proto::Type::mr_granted, shared->fd);

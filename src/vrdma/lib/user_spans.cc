@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -38,6 +41,32 @@ int map_under(int fd, uint64_t file_offset, uintptr_t addr, uintptr_t end) {
   return 0;
 }
 
+// Whether [addr, end) is the caller's own private, writable memory, all of it mapped: shared
+// memory goes under it, which would cut a shared or file mapping off from what it shares and
+// make a read-only page writable, so those are refused (as is memory that is not there).
+Status own_memory(uintptr_t addr, uintptr_t end) {
+  std::ifstream maps("/proc/self/maps");
+  uintptr_t covered = addr;
+  for (std::string line; covered < end && std::getline(maps, line);) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, inode, path;
+    in >> range >> perms >> offset >> dev >> inode;
+    std::getline(in >> std::ws, path);
+    uintptr_t lo = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    uintptr_t hi = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (hi <= covered || lo >= end) continue;
+    if (lo > covered) break;  // a hole
+    if (perms.size() < 4 || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+      return Status(Errc::unsupported, fmt::format("vrdma_reg_mr: {:#x} (+{} B) lies in a {} mapping{}{}: vrdma registers "
+                                                   "private, writable memory (it maps shared memory under it)", addr,
+                                                   end - addr, perms, path.empty() ? "" : " of ", path));
+    covered = hi;
+  }
+  if (covered < end)
+    return Status(Errc::invalid_argument, fmt::format("vrdma_reg_mr: {:#x} is not mapped", covered));
+  return {};
+}
+
 Status mapping_failed(int err, uintptr_t addr, uintptr_t end) {
   return sys_error(err, fmt::format("vrdma_reg_mr: mapping shared memory under {:#x} (+{} B)", addr, end - addr));
 }
@@ -45,6 +74,7 @@ Status mapping_failed(int err, uintptr_t addr, uintptr_t end) {
 }  // namespace
 
 Result<UserSpans::Span*> UserSpans::make(uintptr_t addr, uintptr_t end) {
+  if (Status st = own_memory(addr, end); !st) return st;
   auto s = std::make_unique<Span>();
   s->fd.reset(memfd_create("vrdma-user-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!s->fd) return sys_error(errno, "vrdma_reg_mr: memfd_create");
@@ -62,6 +92,7 @@ Result<UserSpans::Span*> UserSpans::make(uintptr_t addr, uintptr_t end) {
 Result<UserSpans::Span*> UserSpans::grow(Span& s, uintptr_t addr, uintptr_t end) {
   if (addr < s.start) {
     uint64_t below = s.start - addr;
+    if (Status st = own_memory(addr, s.start); !st) return st;
     if (below > s.file_offset)
       return Status(Errc::unsupported, fmt::format("vrdma_reg_mr: {:#x} (+{} B) reaches {} B below pages registered "
                                                    "already, more than vrdma's {} pages of room there: register the "
@@ -74,6 +105,7 @@ Result<UserSpans::Span*> UserSpans::grow(Span& s, uintptr_t addr, uintptr_t end)
     spans_.insert(std::move(node));
   }
   if (end > s.end) {
+    if (Status st = own_memory(s.end, end); !st) return st;
     uint64_t at = s.file_offset + (s.end - s.start);
     if (ftruncate(s.fd.get(), off_t(at + (end - s.end))) != 0) return sys_error(errno, "vrdma_reg_mr: growing shared memory");
     if (int err = map_under(s.fd.get(), at, s.end, end)) return mapping_failed(err, s.end, end);
