@@ -383,18 +383,23 @@ def test_reg_mr_with_memory_that_is_not_a_sealed_memfd_is_einval(router, what):
     s.close()
 
 
-def hold_idle_connections(sock, count, seconds):
-    """uid nobody opens `count` connections that never say hello, and holds them."""
+def as_nobody_holding(count):
+    """A preexec_fn: uid nobody, allowed `count` descriptors and a few more."""
     def drop_privileges():
         resource.setrlimit(resource.RLIMIT_NOFILE, (count + 64, count + 64))
         os.setgid(NOBODY)
         os.setuid(NOBODY)
+    return drop_privileges
 
+
+def hold_idle_connections(sock, count, seconds):
+    """uid nobody opens `count` connections that never say hello, and holds them."""
     code = (f"import socket, time\nheld = []\nfor _ in range({count}):\n"
             f"    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
             f"    try:\n        s.connect({sock!r}); held.append(s)\n    except OSError:\n        pass\n"
             f"print(len(held), flush=True)\ntime.sleep({seconds})\n")
-    return subprocess.Popen(["python3", "-c", code], preexec_fn=drop_privileges, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(["python3", "-c", code], preexec_fn=as_nobody_holding(count), stdout=subprocess.PIPE,
+                            text=True)
 
 
 @as_root
@@ -661,14 +666,10 @@ def descriptors(pid):
 
 def hold_silent_link_connections(port, count, seconds):
     """uid nobody opens `count` TCP connections to a --listen port that never send a byte."""
-    def drop_privileges():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (count + 64, count + 64))
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-
     code = (f"import socket, time\nheld = [socket.create_connection(('127.0.0.1', {port})) for _ in range({count})]\n"
             f"print(len(held), flush=True)\ntime.sleep({seconds})\n")
-    return subprocess.Popen(["python3", "-c", code], preexec_fn=drop_privileges, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(["python3", "-c", code], preexec_fn=as_nobody_holding(count), stdout=subprocess.PIPE,
+                            text=True)
 
 
 @as_root
