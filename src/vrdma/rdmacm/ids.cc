@@ -120,8 +120,11 @@ RDMACM_EXPORT int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
   if (!ctx) return -1;
   rb::UniqueFd s(socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
+  // Listening from the bind on: a program that binds, tells its peer the port, then listens
+  // (qperf) would otherwise see its peer refused in between, where connects here come at once
+  // (no address or route to look up first). Connections wait in the backlog until rdma_listen.
   if (!s || setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(s.get(), addr, length_of(addr)) != 0)
+      bind(s.get(), addr, length_of(addr)) != 0 || listen(s.get(), 128) != 0)
     return -1;
   socklen_t len = sizeof id.base.route.addr.src_storage;
   getsockname(s.get(), &id.base.route.addr.src_addr, &len);
