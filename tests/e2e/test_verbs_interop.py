@@ -218,6 +218,52 @@ def test_uc_pingpong_validates(hosts, free_port, args):
     pingpong(hosts, ["ibv_uc_pingpong", "-p", str(free_port), *args])
 
 
+@pytest.mark.parametrize("args", [["-c"], ["-c", "-e"], ["-c", "-g", "0", "-s", "4096"], ["-c", "-g", "1", "-s", "1"]],
+                         ids=["poll", "events", "gid0-mtu", "gid1-1B"])
+def test_ud_pingpong_validates(one_host, free_port, args):
+    """ibv_ud_pingpong: datagrams with a routing header before each (the receiver skips 40 bytes),
+    each buffer checked; up to the 4096 B MTU, by GID or by neither."""
+    pingpong(one_host, ["ibv_ud_pingpong", "-p", str(free_port), *args])
+
+
+UD_PERFTESTS = {
+    ("ib_send_bw", "default"): [],
+    ("ib_send_bw", "all-sizes"): ["-a", "-n", "200"],
+    ("ib_send_bw", "qps"): ["-q", "4"],
+    ("ib_send_bw", "events"): ["-e"],
+    ("ib_send_lat", "default"): [],
+    ("ib_send_lat", "all-sizes"): ["-a", "-n", "200"],
+    ("ib_send_lat", "events"): ["-e"],
+}
+
+
+@pytest.mark.parametrize("tool,variant", list(UD_PERFTESTS), ids=[f"{t}-{v}" for t, v in UD_PERFTESTS])
+def test_perftest_over_ud(one_host, free_port, tool, variant):
+    """perftest's SEND tests over UD QPs (-c UD): sizes up to the 4096 B MTU, which perftest
+    learns from the port."""
+    argv = [tool, "-c", "UD", "-p", str(free_port), *UD_PERFTESTS[(tool, variant)]]
+    src, sout, cli = pair(one_host, argv)
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0 and src == 0, out + sout + routers_said(one_host)
+    assert "vrdma-verbs:" not in out + sout
+    table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert table, out
+    if variant == "all-sizes":
+        assert table[-1].split()[0] == "4096", out
+
+
+@pytest.mark.parametrize("test", ["ud_lat", "ud_bw", "ud_bi_bw"])
+def test_qperf_over_ud(one_host, free_port, test):
+    """qperf's UD tests (addresses over its own TCP, then datagrams)."""
+    if not shutil.which("qperf"):
+        pytest.skip("not installed: qperf")
+    with serving(one_host["server"], ["qperf", "-lp", str(free_port)]):
+        r = run(one_host["client"].argv(["qperf", "-lp", str(free_port), "-t", "1", one_host["addr"], test]),
+                timeout=CMD_TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "vrdma-verbs:" not in r.stdout + r.stderr and ("latency" in r.stdout or "bw" in r.stdout), r.stdout
+
+
 def test_xrc_is_refused_with_a_line(one_host, free_port):
     src, sout, cli = pair(one_host, ["ibv_xsrq_pingpong", "-p", str(free_port)])
     assert cli.returncode != 0 and src != 0
@@ -278,7 +324,7 @@ def test_perftest(hosts, free_port, tool, variant):
 @pytest.mark.parametrize("path", ["direct", "router"])
 def test_verbs_probe(tmp_path, path):
     """A plain verbs program of ours: the ibv_wr_* path, atomics' values, a wrong key's status, an
-    SRQ feeding two QPs and the calls vrdma does not offer, on the direct path and with the router
+    SRQ feeding two QPs, datagrams on UD QPs and the calls vrdma does not offer, on the direct path and with the router
     moving the bytes."""
     need_programs()
     probe = BUILD / "verbs_probe"
@@ -295,8 +341,9 @@ def test_verbs_probe(tmp_path, path):
     row = next(line.split() for line in stats.stdout.splitlines() if line.startswith("t "))
     routed_ops = int(row[9])
     # Who moved the bytes: on the direct path the router moved only the three SENDs to the SRQ's
-    # QPs (an SRQ's QPs take the router path), on the router path everything.
-    assert routed_ops == 3 if path == "direct" else routed_ops > 3, stats.stdout
+    # QPs (an SRQ's QPs take the router path) and the three datagrams (UD QPs always do), on the
+    # router path everything.
+    assert routed_ops == 6 if path == "direct" else routed_ops > 6, stats.stdout
 
 
 def test_registering_while_other_threads_use_the_pages(one_host):
@@ -334,16 +381,66 @@ def test_ucx_finds_vrdma0_with_no_manual_step(one_host):
 UCT_TESTS = ["put_lat", "put_bw", "am_lat", "am_bw", "add_lat"]
 
 
+def ucx_perftest_passes(hosts, argv, iterations=2000):
+    """ucx_perftest (argv, its server side; the client adds the address): both ends exit 0 and the
+    client's final line counts every iteration."""
+    need_ucx_tools()
+    src, sout, cli = pair(hosts, [*argv, "-n", str(iterations)])
+    assert cli.returncode == 0 and src == 0, sout + cli.stdout + cli.stderr
+    final = [l for l in cli.stdout.splitlines() if l.startswith("Final:")]
+    assert len(final) == 1 and int(final[0].split()[1]) == iterations, cli.stdout
+
+
 @pytest.mark.parametrize("test", UCT_TESTS)
 def test_ucx_uct_over_rc_verbs(hosts, free_port, test):
     """ucx_perftest's UCT tests over vrdma0's rc_verbs with no UCX variable: the zero-length flush,
     5 SGEs, an extended CQ and an SRQ (the router path) all as UCX uses them."""
+    ucx_perftest_passes(hosts, ["ucx_perftest", "-d", "vrdma0:1", "-x", "rc_verbs", "-t", test, "-p", str(free_port)])
+
+
+def test_ucx_lists_ud_verbs_on_vrdma0(one_host):
     need_ucx_tools()
-    argv = ["ucx_perftest", "-d", "vrdma0:1", "-x", "rc_verbs", "-t", test, "-n", "2000", "-p", str(free_port)]
-    src, sout, cli = pair(hosts, argv)
-    assert cli.returncode == 0 and src == 0, sout + cli.stdout + cli.stderr
-    final = [l for l in cli.stdout.splitlines() if l.startswith("Final:")]
-    assert len(final) == 1 and int(final[0].split()[1]) == 2000, cli.stdout
+    r = run(one_host["client"].argv(["ucx_info", "-d"]), timeout=CMD_TIMEOUT)
+    ours = next((b for b in r.stdout.split("# Memory domain: ") if b.startswith("vrdma0")), "")
+    ud = ours.split("#      Transport: ud_verbs", 1)
+    assert len(ud) == 2 and "Device: vrdma0:1" in ud[1].split("#      Transport:")[0], r.stdout
+    assert "failed" not in ud[1].split("#      Transport:")[0], ours
+
+
+@pytest.mark.parametrize("test", ["am_lat", "am_bw"])
+def test_ucx_uct_over_ud_verbs(one_host, free_port, test):
+    ucx_perftest_passes(one_host, ["ucx_perftest", "-d", "vrdma0:1", "-x", "ud_verbs", "-t", test, "-p", str(free_port)])
+
+
+# UCP over vrdma0 alone: rc_verbs for the data, ud_verbs for UCP's wire-up (its auxiliary transport).
+UCX_ON_VRDMA = {"UCX_TLS": "rc_verbs,ud_verbs,self", "UCX_NET_DEVICES": "vrdma0:1"}
+UCP_TESTS = ["tag_lat", "tag_bw", "tag_sync_lat", "ucp_put_lat", "ucp_put_bw", "ucp_get", "ucp_am_lat", "ucp_am_bw",
+             "stream_bw"]
+
+
+@pytest.mark.parametrize("test", UCP_TESTS)
+def test_ucx_ucp_over_vrdma0(one_host, free_port, test):
+    """ucx_perftest's UCP tests with UCX held to vrdma0's transports (no shared memory, no TCP)."""
+    env = [f"{k}={v}" for k, v in UCX_ON_VRDMA.items()]
+    ucx_perftest_passes(one_host, ["env", *env, "ucx_perftest", "-t", test, "-p", str(free_port)])
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_open_mpi_over_pml_ucx_on_vrdma0(one_host, ranks):
+    """Open MPI's pml ucx held to vrdma0: a ping-pong from 8 B to 256 KiB and an allreduce, every
+    byte and sum checked by the program; each rank a client of the router."""
+    prog = BUILD / "mpi_pingpong"
+    if not prog.exists() or not shutil.which("mpirun"):
+        pytest.skip("mpi_pingpong was not built (libopenmpi-dev) or mpirun is missing")
+    host = one_host["client"]
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ucx",
+            "-x", f"VRDMA_SOCKET={host.sock}", *[a for k, v in UCX_ON_VRDMA.items() for a in ("-x", f"{k}={v}")],
+            VRDMA_RUN, str(prog), "300"]
+    before = host.log.read_text().count(" is tenant ")
+    r = run(argv, timeout=CMD_TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"mpi_pingpong: {ranks} ranks" in r.stdout and "0 checks failed" in r.stdout, r.stdout
+    assert host.log.read_text().count(" is tenant ") - before >= ranks  # every rank opened vrdma0
 
 
 def test_no_router_says_so(tmp_path):

@@ -213,6 +213,76 @@ static void check_uc(struct ibv_context *ctx, struct ibv_pd *pd, uint8_t *target
   if (ibv_destroy_qp(x.qp) || ibv_destroy_qp(y.qp) || ibv_dereg_mr(mr) || ibv_destroy_cq(cq)) fail("UC teardown");
 }
 
+/* A UD QP through INIT (with `qkey`), RTR and RTS. */
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t qkey) {
+  struct ibv_qp_init_attr ia = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD};
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
+  if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)) fail("UD to INIT");
+  a.qp_state = IBV_QPS_RTR;
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) fail("UD to RTR");
+  a.qp_state = IBV_QPS_RTS;
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) fail("UD to RTS");
+  return qp;
+}
+
+static void ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey, struct ibv_sge *g) {
+  struct ibv_send_wr w = {.wr_id = 31, .sg_list = g, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED}, *bad;
+  w.wr.ud.ah = ah;
+  w.wr.ud.remote_qpn = qpn;
+  w.wr.ud.remote_qkey = qkey;
+  if (ibv_post_send(qp, &w, &bad)) fail("post_send UD");
+}
+
+/* Datagrams: a receive gets a 40 B routing header whose source GID is the sender's, then the
+ * bytes; the completion names the sending QP; an address handle made from that completion
+ * answers it; a datagram with another Q_Key is dropped (its sender is told success). */
+static void check_ud(struct ibv_context *ctx, struct ibv_pd *pd) {
+  struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+  struct ibv_qp *x = ud_qp(pd, cq, 0x11), *y = ud_qp(pd, cq, 0x22);
+  static uint8_t buf[2][40 + 64];
+  struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+  if (!mr) fail("reg_mr UD");
+  struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+  if (ibv_query_gid(ctx, 1, 0, &aa.grh.dgid)) fail("query_gid");
+  struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+  struct ibv_sge rg = {(uintptr_t)buf[1], sizeof buf[1], mr->lkey}, sg = {(uintptr_t)buf[0], 16, mr->lkey};
+  struct ibv_recv_wr r = {.wr_id = 41, .sg_list = &rg, .num_sge = 1}, *rbad;
+  memcpy(buf[0], "datagram payload", 16);
+  if (!ah || ibv_post_recv(y, &r, &rbad)) fail("UD receive");
+  ud_send(x, ah, y->qp_num, 0x23, &sg); /* another Q_Key: dropped */
+  struct ibv_wc wc = wait_one(cq);
+  CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "a datagram with another Q_Key: its sender is told success");
+  ud_send(x, ah, y->qp_num, 0x22, &sg);
+  struct ibv_wc got[2];
+  int n = 0;
+  for (int spins = 0; n < 2 && spins < 10000000; ++spins) n += ibv_poll_cq(cq, 2 - n, got + n);
+  struct ibv_wc *rx = n == 2 ? (got[0].opcode == IBV_WC_RECV ? &got[0] : &got[1]) : NULL;
+  CHECK(rx && rx->status == IBV_WC_SUCCESS && rx->wr_id == 41 && rx->byte_len == 40 + 16 && rx->src_qp == x->qp_num &&
+            (rx->wc_flags & IBV_WC_GRH) && !memcmp(buf[1] + 40, "datagram payload", 16) &&
+            !memcmp(buf[1] + 8, aa.grh.dgid.raw, 16),
+        "a datagram with its Q_Key: 40 B of GRH (the source GID), the bytes, the source QP");
+  struct ibv_ah *back = rx ? ibv_create_ah_from_wc(pd, rx, (struct ibv_grh *)buf[1], 1) : NULL;
+  r.wr_id = 42;
+  rg.addr = (uintptr_t)buf[1];
+  if (!back || ibv_post_recv(x, &r, &rbad)) fail("UD answer");
+  ud_send(y, back, rx->src_qp, 0x80000000u | 0x11, &sg); /* high bit: wrong on purpose, means the QP's own (0x22) */
+  n = 0;
+  for (int spins = 0; n < 1 && spins < 10000000; ++spins) n += ibv_poll_cq(cq, 1, got);
+  CHECK(n == 1 && got[0].opcode == IBV_WC_SEND, "a Q_Key with the high bit set is the sender's own: the answer to 0x11 is dropped");
+  struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+  struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+  struct ibv_qp_init_attr ia = {.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_UD};
+  ia.cap.max_send_wr = 1;
+  errno = 0;
+  CHECK(srq && !ibv_create_qp(pd, &ia) && errno == EOPNOTSUPP, "a UD QP with an SRQ: EOPNOTSUPP");
+  if (ibv_destroy_srq(srq) || ibv_destroy_ah(back) || ibv_destroy_ah(ah) || ibv_destroy_qp(x) || ibv_destroy_qp(y) ||
+      ibv_dereg_mr(mr) || ibv_destroy_cq(cq))
+    fail("UD teardown");
+}
+
 /* WRITEs `len` bytes of `from`'s buffer at `at` through `rkey`; the completion's status. */
 static enum ibv_wc_status write_through(struct side *from, void *at, uint32_t rkey, uint32_t len) {
   struct ibv_sge g = {(uintptr_t)from->buf, len, from->mr->lkey};
@@ -353,10 +423,7 @@ int main(void) {
   CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 5, "a wrong rkey: IBV_WC_REM_ACCESS_ERR");
 
   /* What vrdma does not offer fails cleanly. */
-  struct ibv_qp_init_attr ud = {.send_cq = a.cq, .recv_cq = a.cq, .qp_type = IBV_QPT_UD};
-  ud.cap.max_send_wr = ud.cap.max_recv_wr = 1;
-  errno = 0;
-  CHECK(!ibv_create_qp(pd, &ud) && errno == EOPNOTSUPP, "a UD QP: EOPNOTSUPP");
+  check_ud(ctx, pd);
   check_uc(ctx, pd, b.buf, b.mr->rkey);
   struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1, .oflags = O_CREAT};
   errno = 0;

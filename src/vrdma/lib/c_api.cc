@@ -195,7 +195,8 @@ vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
   attr.max_recv_wr = a->max_recv_wr;
   attr.max_inline = a->max_inline_data;
   attr.sig_all = a->sq_sig_all != 0;
-  attr.flags = a->flags & (VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE | VRDMA_QP_KEEP_RECVS);
+  attr.flags = a->flags & (VRDMA_QP_IMM_WITHOUT_RECV | VRDMA_QP_ROUTER_PATH | VRDMA_QP_NO_ERROR_STATE | VRDMA_QP_KEEP_RECVS |
+                         VRDMA_QP_DATAGRAM);
   if (a->srq && a->srq->pd != pd) {
     set_error(EINVAL, "create_qp: the SRQ is of another PD");
     return nullptr;
@@ -231,6 +232,11 @@ int vrdma_connect_qp_at(vrdma_qp* qp, const vrdma_router_address* at, uint32_t p
   std::memcpy(peer.ip, at->ip, sizeof peer.ip);
   peer.port = at->port;
   auto r = qp->impl->connect_at(peer, peer_qp_num);
+  return failed(r) ? -r.error.err : 0;
+}
+
+int vrdma_ud_ready(vrdma_qp* qp, uint32_t qkey) {
+  auto r = qp->impl->ud_ready(qkey);
   return failed(r) ? -r.error.err : 0;
 }
 

@@ -35,16 +35,26 @@ int wc_opcode(int wr_opcode) {
   }
 }
 
+Call<std::unique_ptr<Qp>> fail(int err, std::string m) {
+  Call<std::unique_ptr<Qp>> c;
+  c.error = {err, std::move(m)};
+  return c;
+}
+
 }  // namespace
 
 Call<std::unique_ptr<Qp>> Qp::create(Context& ctx, const QpAttr& attr) {
-  auto fail = [](int err, std::string m) {
-    Call<std::unique_ptr<Qp>> c;
-    c.error = {err, std::move(m)};
-    return c;
-  };
   if (attr.max_recv_wr > (1u << 16) || attr.max_send_wr > (1u << 16))
     return fail(EINVAL, "max_send_wr and max_recv_wr go up to 65536");
+  QpAttr a = attr;
+  if (a.flags & proto::datagram) {
+    if (a.srq) return fail(EINVAL, "a datagram QP takes its own receives, not an SRQ's");
+    a.flags |= proto::router_path;  // the router finds each datagram's destination
+  }
+  return make(ctx, a);
+}
+
+Call<std::unique_ptr<Qp>> Qp::make(Context& ctx, const QpAttr& attr) {
   uint64_t slots = 1, send_slots = 1;
   // With an SRQ, the arrival ring (as big as the receive ring) must hold as many as it has.
   uint32_t recv_wr = attr.srq ? std::max(attr.max_recv_wr, attr.srq->capacity()) : attr.max_recv_wr;
@@ -112,6 +122,10 @@ void Qp::address(uint8_t out[VRDMA_ADDRESS_BYTES]) const {
 
 Call<bool> Qp::connect(const uint8_t* address, size_t len) {
   Call<bool> c;
+  if (datagram()) {
+    c.error = {EINVAL, fmt::format("QP {:#x} is a datagram QP: it connects to no peer (vrdma_ud_ready)", num_)};
+    return c;
+  }
   uint64_t router;
   uint32_t peer, magic;
   if (len != VRDMA_ADDRESS_BYTES) {
@@ -130,7 +144,27 @@ Call<bool> Qp::connect(const uint8_t* address, size_t len) {
   return connect_to(peer, router, peer_at);
 }
 
+Call<bool> Qp::ud_ready(uint32_t qkey) {
+  Call<bool> c;
+  if (!datagram()) {
+    c.error = {EINVAL, fmt::format("QP {:#x} is not a datagram QP (VRDMA_QP_DATAGRAM)", num_)};
+    return c;
+  }
+  // The router keeps the Q_Key (a datagram's check is the router's, from its own records).
+  auto got = ctx_.connect_qp(num_, qkey, ctx_.router_id(), ctx_.router_at());
+  if (!got.ok()) return {std::nullopt, got.error};
+  router_path_ = connected_ = true;
+  if (got.value->mem) router_kick_ = std::move(got.value->mem);
+  c.value = true;
+  return c;
+}
+
 Call<bool> Qp::connect_at(const proto::RouterAddress& at, uint32_t peer) {
+  if (datagram()) {
+    Call<bool> c;
+    c.error = {EINVAL, fmt::format("QP {:#x} is a datagram QP: it connects to no peer (vrdma_ud_ready)", num_)};
+    return c;
+  }
   // Our router knows itself by its id; any other id (0) sends the connect to the router at `at`.
   bool ours = at == proto::RouterAddress{} || at == ctx_.router_at();
   return connect_to(peer, ours ? ctx_.router_id() : 0, ours ? ctx_.router_at() : at);
@@ -225,10 +259,15 @@ int Qp::post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
   return 0;
 }
 
+bool Qp::carries(const vrdma_send_wr& wr) const {
+  bool known = wr.opcode >= VRDMA_WR_RDMA_WRITE && wr.opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+  if (datagram()) known = wr.opcode == VRDMA_WR_SEND || wr.opcode == VRDMA_WR_SEND_WITH_IMM;
+  return known && wr.num_sge >= 0 && wr.num_sge <= int(proto::kMaxSge);
+}
+
 int Qp::post_send(vrdma_send_wr* wr, vrdma_send_wr** bad) {
   for (; wr; wr = wr->next) {
-    bool known = wr->opcode >= VRDMA_WR_RDMA_WRITE && wr->opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
-    if (!connected_ || !known || wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge)) {
+    if (!connected_ || !carries(*wr)) {
       if (bad) *bad = wr;
       return !connected_ ? ENOTCONN : EINVAL;
     }
@@ -409,8 +448,7 @@ Qp::Outcome Qp::announce(const vrdma_send_wr& wr, uint32_t write_len) {
 int Qp::post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad) {
   int rc = 0;
   for (; wr; wr = wr->next) {
-    bool known = wr->opcode >= VRDMA_WR_RDMA_WRITE && wr->opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
-    if (!known || wr->num_sge < 0 || wr->num_sge > int(proto::kMaxSge)) {
+    if (!carries(*wr)) {
       rc = EINVAL;
       break;
     }
@@ -420,8 +458,8 @@ int Qp::post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad) {
     }
     proto::SendEntry e;
     e.wr_id = wr->wr_id;
-    e.remote_addr = wr->remote_addr;
-    e.compare_add = wr->compare_add;
+    e.remote_addr = datagram() ? wr->remote_qpn : wr->remote_addr;
+    e.compare_add = datagram() ? wr->remote_qkey : wr->compare_add;
     e.swap = wr->swap;
     e.rkey = wr->rkey;
     e.imm = wr->imm_data;
@@ -490,6 +528,10 @@ int Qp::take_arrivals(int n, vrdma_wc* out) {
     auto kind = proto::ArrivalKind(a.kind);
     wc.opcode = kind == proto::ArrivalKind::write_imm ? VRDMA_WC_RECV_RDMA_WITH_IMM : VRDMA_WC_RECV;
     if (kind != proto::ArrivalKind::send) wc.wc_flags = VRDMA_WC_WITH_IMM;
+    if (datagram()) {
+      wc.wc_flags |= VRDMA_WC_GRH;
+      wc.src_qp = a.src_qp;
+    }
     wc.status = a.status == 0                                            ? int(VRDMA_WC_SUCCESS)
                 : a.status == uint8_t(proto::ArrivalStatus::too_long) ? int(VRDMA_WC_LOC_LEN_ERR)
                                                                        : int(VRDMA_WC_LOC_PROT_ERR);

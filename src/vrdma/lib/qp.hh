@@ -33,12 +33,16 @@ struct QpAttr {
 class Qp {
  public:
   static Call<std::unique_ptr<Qp>> create(Context& ctx, const QpAttr& attr);
+  static Call<std::unique_ptr<Qp>> make(Context& ctx, const QpAttr& attr);
   ~Qp();
   uint32_t num() const { return num_; }
   void address(uint8_t out[VRDMA_ADDRESS_BYTES]) const;
   Call<bool> connect(const uint8_t* address, size_t len);
   // By the peer router's address (all zero: ours) and QP number.
   Call<bool> connect_at(const proto::RouterAddress& at, uint32_t peer);
+  // A datagram QP: ready to send and receive with this Q_Key (again: a new Q_Key).
+  Call<bool> ud_ready(uint32_t qkey);
+  bool datagram() const { return attr_.flags & proto::datagram; }
   int post_send(vrdma_send_wr* wr, vrdma_send_wr** bad);
   int post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad);
   // The receive side's completions, for the recv CQ: arrivals in order, then flushes.
@@ -102,6 +106,7 @@ class Qp {
   bool connected_ = false;
   UniqueFd router_kick_;  // the router's eventfd: written after a post when it is parked
   int post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad);
+  bool carries(const vrdma_send_wr& wr) const;  // an opcode and SGE count this QP takes
   std::optional<Mapping> peer_mem_;  // the peer's: we consume its receives, produce its arrivals
   proto::QpHeader* peer_hdr_ = nullptr;
   uint32_t peer_flags_ = 0;

@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 6;  // 6: a region is a window of its memfd (RegMr, Granted: offset)
+constexpr uint16_t kVersion = 7;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -134,7 +134,7 @@ struct QpCreated {
 };
 struct ConnectQp {
   uint32_t qp_num = 0;       // the caller's
-  uint32_t peer_qp_num = 0;  // from the peer's address
+  uint32_t peer_qp_num = 0;  // from the peer's address; a datagram QP's: its Q_Key (it has no peer)
   uint64_t peer_router = 0;  // the router the peer's address names
   RouterAddress peer_at;     // and where it listens
   uint32_t pad = 0;

@@ -29,6 +29,7 @@ enum QpFlags : uint32_t {
   router_path = 2,       // the owner asks for the router path (else the tenant's config decides)
   no_error_state = 4,    // a failed request completes with its status and the QP stays ready
   keep_recvs = 8,        // a peer that goes does not flush this QP's posted receives
+  datagram = 16,         // UD: no peer; each SEND names its destination (see SendEntry)
 };
 
 struct alignas(64) QpHeader {
@@ -86,12 +87,14 @@ struct Arrival {
   uint8_t kind = 0;    // ArrivalKind
   uint8_t status = 0;  // ArrivalStatus
   uint8_t no_recv = 0; // a write-imm to a QP with imm_without_recv: it used no receive
-  uint8_t pad[5] = {};
+  uint8_t pad = 0;
+  uint32_t src_qp = 0; // a datagram QP's arrival: the QP that sent it (the router says, not the sender)
 };
 
 constexpr uint32_t kRouterInline = 64;  // inline payload a send-ring entry carries
 
-// A request on the router path, as the owner posted it (vrdma_send_wr's fields).
+// A request on the router path, as the owner posted it (vrdma_send_wr's fields). A datagram
+// QP's SEND carries its destination QP in remote_addr and that QP's Q_Key in compare_add.
 struct SendEntry {
   uint64_t wr_id = 0;
   uint64_t remote_addr = 0;
@@ -123,6 +126,7 @@ static_assert(kMaxSge == VRDMA_MAX_SGE);
 static_assert(uint32_t(imm_without_recv) == uint32_t(VRDMA_QP_IMM_WITHOUT_RECV) &&
               uint32_t(router_path) == uint32_t(VRDMA_QP_ROUTER_PATH) &&
               uint32_t(no_error_state) == uint32_t(VRDMA_QP_NO_ERROR_STATE) &&
-              uint32_t(keep_recvs) == uint32_t(VRDMA_QP_KEEP_RECVS));
+              uint32_t(keep_recvs) == uint32_t(VRDMA_QP_KEEP_RECVS) &&
+              uint32_t(datagram) == uint32_t(VRDMA_QP_DATAGRAM));
 
 }  // namespace rb::vrdma::proto

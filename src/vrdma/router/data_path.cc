@@ -31,6 +31,27 @@ const MemoryRegionEntry* find_region(const Session& owner, uint32_t pd, uint32_t
   return mr;
 }
 
+bool gather_request(const Session& owner, uint32_t pd, proto::SendEntry& e, uint32_t need, Piece* out, int& n,
+                    uint64_t& total) {
+  n = 0;
+  total = 0;
+  if (e.inline_len) {
+    if (e.inline_len > proto::kRouterInline) return false;
+    out[0] = {e.inline_data, e.inline_len};
+    n = 1;
+    total = e.inline_len;
+    return true;
+  }
+  if (e.nsge > proto::kMaxSge) return false;
+  for (uint32_t i = 0; i < e.nsge; ++i) {
+    uint8_t* p = locate(owner, pd, e.sge[i].lkey, false, e.sge[i].addr, e.sge[i].len, need);
+    if (!p) return false;
+    out[n++] = {p, e.sge[i].len};
+    total += e.sge[i].len;
+  }
+  return true;
+}
+
 namespace {
 
 constexpr double kBurstS = 0.05;  // a bucket holds this many seconds of its rate
@@ -78,28 +99,7 @@ class Mover {
   Mover(const Session& me, QpEntry& q, const Session& them, QpEntry& peer, uint64_t done, uint64_t budget)
       : me_(me), q_(q), them_(them), peer_(peer), done_(done), budget_(budget) {}
 
-  // The request's local side: its SGEs (or inline bytes) as pieces of our mappings.
-  bool gather(proto::SendEntry& e, uint32_t need) {
-    n_ = 0;
-    total_ = 0;
-    if (e.inline_len) {
-      if (e.inline_len > proto::kRouterInline) return false;
-      pieces_[0] = {e.inline_data, e.inline_len};
-      n_ = 1;
-      total_ = e.inline_len;
-      return true;
-    }
-    if (e.nsge > proto::kMaxSge) return false;
-    n_ = int(e.nsge);
-    total_ = 0;
-    for (int i = 0; i < n_; ++i) {
-      uint8_t* p = locate(me_, q_.pd, e.sge[i].lkey, false, e.sge[i].addr, e.sge[i].len, need);
-      if (!p) return false;
-      pieces_[i] = {p, e.sge[i].len};
-      total_ += e.sge[i].len;
-    }
-    return true;
-  }
+  bool gather(proto::SendEntry& e, uint32_t need) { return gather_request(me_, q_.pd, e, need, pieces_, n_, total_); }
 
   Outcome run(proto::SendEntry& e) {
     if (!known_opcode(e.opcode)) return {VRDMA_WC_LOC_QP_OP_ERR};  // the ring is the owner's to scribble on
@@ -313,7 +313,9 @@ bool Router::pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy)
     if (it == qps_.end()) continue;
     QpEntry& q = it->second;
     // Cross-host QPs are the control thread's alone (the fabric is), and it is the one here.
-    bool m = q.remote ? pump_remote(q) : pump_qp(q, deferred);
+    bool m = q.remote                        ? pump_remote(q)
+             : (q.flags & proto::datagram) ? pump_datagrams(q, deferred)
+                                             : pump_qp(q, deferred);
     moved = m || moved;
     busy = busy || (m && !q.waiting);  // a QP that moved and then waits is no reason to spin
   }

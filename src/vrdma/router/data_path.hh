@@ -9,6 +9,7 @@
 
 #include <vrdma/vrdma.h>
 
+#include "vrdma/proto/copy.hh"
 #include "vrdma/router/router.hh"
 
 namespace rb::vrdma {
@@ -49,6 +50,11 @@ inline uint8_t* locate(const Session& owner, uint32_t pd, uint32_t key, bool by_
   const MemoryRegionEntry* mr = find_region(owner, pd, key, by_rkey, addr, len, need);
   return mr ? mr->data() + (addr - mr->va) : nullptr;
 }
+
+// A request's local side: its SGEs (or inline bytes) as pieces of `owner`'s mappings, in `out`
+// (kMaxSge of them); false when one is not inside a region of `pd` allowing `need`.
+bool gather_request(const Session& owner, uint32_t pd, proto::SendEntry& e, uint32_t need, Piece* out, int& n,
+                    uint64_t& total);
 
 // Refills the tenant's buckets and the QP's for the time passed; true when a request may go now.
 bool tokens_ready(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now);

@@ -58,13 +58,16 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
 Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   auto req = m.as<proto::ConnectQp>();
   if (!s.qps.count(req.qp_num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", req.qp_num));
+  QpEntry& mine = qps_.at(req.qp_num);
+  if (mine.flags & proto::datagram) return ud_ready(s, m, mine, req.peer_qp_num);
   if (req.peer_router != router_id_) return connect_remote(s, m, req);
   auto peer = qps_.find(req.peer_qp_num);
   if (peer == qps_.end()) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
   const Session& owner = sessions_.at(peer->second.owner);
   // Tenants never meet: an address of another tenant's QP is as good as a wrong one.
   if (owner.tenant.name != s.tenant.name) return error(s, m, ENOENT, fmt::format("no QP {:#x} at this router", req.peer_qp_num));
-  QpEntry& mine = qps_.at(req.qp_num);
+  if (peer->second.flags & proto::datagram)
+    return error(s, m, EINVAL, fmt::format("QP {:#x} is a datagram QP: a connected QP cannot connect to it", req.peer_qp_num));
   if (mine.peer_gone) return error(s, m, EISCONN, "the QP was connected, and its peer has gone; make a new QP");
   if (mine.peer && mine.peer != req.peer_qp_num) return error(s, m, EISCONN, "the QP is connected to another already");
   if (peer->second.peer && peer->second.peer != req.qp_num)
@@ -96,8 +99,25 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
           peer->second.doorbell ? peer->second.doorbell.get() : -1};
 }
 
+// A datagram QP has no peer: ready, the router moves its SENDs to whichever QP each names, and
+// keeps its Q_Key (the owner may not change what others are checked against behind its back).
+Router::Reply Router::ud_ready(Session& s, const proto::Message& m, QpEntry& q, uint32_t qkey) {
+  if (q.srq) return error(s, m, EINVAL, "a datagram QP takes its own receives, not an SRQ's");
+  if (!q.router_path) {
+    auto v = view_qp(q.mem.bytes());
+    if (!v) return error(s, m, EINVAL, v.status().message());
+    q.view.emplace(*v);
+    if (!route_qp(q, 0)) return error(s, m, EMFILE, "the router is out of descriptors for the QP's kick");
+  }
+  q.qkey = qkey;
+  proto::QpConnected c;
+  c.router_path = 1;
+  return {proto::encode(Type::qp_connected, m.h.seq, c), q.kick.get()};
+}
+
 // Cross-host QPs stay with the control thread (it owns the fabric); with data threads, a
-// same-host QP goes to its peer's thread, or to the next in turn.
+// same-host QP goes to its peer's thread, or to the next in turn. Datagram QPs stay with the
+// control thread too: any of them may fill any other's receives.
 //
 // The QP gets a kick eventfd of its own, which its owner writes after posting while the router
 // sleeps: it is in the moving thread's epoll edge-triggered, and never read. The router reads no
@@ -106,7 +126,7 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
 bool Router::route_qp(QpEntry& q, uint32_t peer) {
   auto p = qps_.find(peer);
   bool srq = q.srq || (p != qps_.end() && p->second.srq);  // an SRQ has one consumer: the control thread
-  int thread = data_.empty() || q.remote || srq ? -1
+  int thread = data_.empty() || q.remote || srq || (q.flags & proto::datagram) ? -1
                : p != qps_.end() && p->second.thread >= 0 ? p->second.thread
                                                           : int(next_thread_ % data_.size());
   UniqueFd kick(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));

@@ -163,6 +163,7 @@ struct QpEntry {
   Mapping mem;                          // mapped here to mark it broken or bump its grant epoch
   uint64_t len = 0;
   uint32_t flags = 0;         // proto::QpFlags as the owner set them at creation
+  uint32_t qkey = 0;          // a datagram QP's Q_Key, as its owner last made it ready
   bool router_path = false;   // the router moves this pair's bytes
   std::optional<QpView> view;  // router path: its four rings, as the router uses them
   int64_t rnr_since_ns = 0;   // router path: a SEND at the head has waited for a receive since
@@ -271,6 +272,7 @@ class Router final : private LinkSink {
   Reply create_qp(Session& s, const proto::Message& m, UniqueFd& mem, UniqueFd& doorbell);
   Reply send_doorbell(Session& s, const proto::Message& m, UniqueFd& fd);
   Reply connect_qp(Session& s, const proto::Message& m);
+  Reply ud_ready(Session& s, const proto::Message& m, QpEntry& q, uint32_t qkey);
   Reply grant(Session& s, const proto::Message& m);
   Reply destroy_qp(Session& s, const proto::Message& m);
   Reply create_srq(Session& s, const proto::Message& m, UniqueFd& mem);
@@ -296,6 +298,11 @@ class Router final : private LinkSink {
   // `busy`: some QP moved and has more it could move now (worth spinning for).
   bool pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy);
   bool pump_qp(QpEntry& q, bool& deferred);
+  // A datagram QP's SENDs, each to the QP it names (datagram_path.cc).
+  bool pump_datagrams(QpEntry& q, bool& deferred);
+  // The datagram QP a SEND of `from` may reach: `num`, datagram, ready, of the same tenant, with
+  // that Q_Key; else null (the datagram is dropped).
+  QpEntry* datagram_target(const Session& from, uint32_t num, uint32_t qkey);
   // The peer QP `q` may reach, from the router's own records: q's peer, connected back to q (or
   // to nothing yet), of the same tenant; null when there is none (any more).
   QpEntry* connected_peer(QpEntry& q);

@@ -32,9 +32,11 @@ static_assert(int(IBV_WC_SEND) == VRDMA_WC_SEND && int(IBV_WC_RDMA_WRITE) == VRD
               int(IBV_WC_FETCH_ADD) == VRDMA_WC_FETCH_ADD && int(IBV_WC_RECV) == VRDMA_WC_RECV &&
               int(IBV_WC_RECV_RDMA_WITH_IMM) == VRDMA_WC_RECV_RDMA_WITH_IMM);
 
-// Only a receive reports immediate data in verbs; vrdma also marks the sender's completion.
+// Only a receive reports immediate data in verbs; vrdma also marks the sender's completion. A
+// datagram's receive begins with its routing header.
 unsigned wc_flags_of(const vrdma_wc& v) {
-  return (v.wc_flags & VRDMA_WC_WITH_IMM) && (v.opcode & VRDMA_WC_RECV) ? IBV_WC_WITH_IMM : 0;
+  unsigned f = (v.wc_flags & VRDMA_WC_WITH_IMM) && (v.opcode & VRDMA_WC_RECV) ? IBV_WC_WITH_IMM : 0;
+  return f | (v.wc_flags & VRDMA_WC_GRH ? unsigned(IBV_WC_GRH) : 0u);
 }
 
 namespace {
@@ -47,7 +49,7 @@ void to_ibv(const vrdma_wc& v, ibv_wc& w) {
   w.byte_len = v.byte_len;
   w.imm_data = v.imm_data;  // as the sender gave it (network order in verbs)
   w.qp_num = v.qp_num;
-  w.src_qp = 0;
+  w.src_qp = v.src_qp;  // a datagram's sender; 0 on RC, as verbs leaves it
   w.wc_flags = wc_flags_of(v);
   w.pkey_index = 0;
   w.slid = 0;

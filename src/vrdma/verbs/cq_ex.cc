@@ -43,7 +43,7 @@ uint32_t read_vendor_err(ibv_cq_ex* cq) { return cur(cq).status == VRDMA_WC_SUCC
 uint32_t read_byte_len(ibv_cq_ex* cq) { return cur(cq).byte_len; }
 __be32 read_imm_data(ibv_cq_ex* cq) { return cur(cq).imm_data; }
 uint32_t read_qp_num(ibv_cq_ex* cq) { return cur(cq).qp_num; }
-uint32_t read_src_qp(ibv_cq_ex*) { return 0; }  // RC: the connected peer's, which verbs leaves 0 too
+uint32_t read_src_qp(ibv_cq_ex* cq) { return cur(cq).src_qp; }  // a datagram's sender; 0 on RC, as verbs
 unsigned int read_wc_flags(ibv_cq_ex* cq) { return wc_flags_of(cur(cq)); }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }  // Ethernet link layer: no LIDs
 uint8_t read_sl(ibv_cq_ex*) { return 0; }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "vrdma/proto/gid.hh"
 #include "vrdma/verbs/export.hh"
 #include "vrdma/verbs/objects.hh"
 #include "vrdma/verbs/ops.hh"
@@ -50,18 +51,11 @@ const Device& the_device() {
 
 Device* device_of(ibv_device* d) { return reinterpret_cast<Device*>(d); }
 
-// The router's listening address as a GID; a router that does not listen is this host only, and
-// its GID is then the IPv4-mapped loopback.
+// GID 0: the router's listening address, as the router writes it in a datagram's header.
 void derive_gid(Context& c) {
-  static constexpr uint8_t kMappedAny[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0};
-  static constexpr uint8_t kZero[16] = {};
   vrdma_query_router(c.v, &c.router);
-  if (c.router.port == 0 || !std::memcmp(c.router.ip, kZero, 16) || !std::memcmp(c.router.ip, kMappedAny, 16)) {
-    static constexpr uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
-    std::memcpy(c.gids[0].raw, kLoopback, 16);
-  } else {
-    std::memcpy(c.gids[0].raw, c.router.ip, 16);
-  }
+  auto g = rb::vrdma::proto::router_gid(c.router.ip, c.router.port);
+  std::memcpy(c.gids[0].raw, g.data(), 16);
   // fe80::/64 and an interface id, as NICs make theirs from their MAC: here the node GUID mixed
   // with the router's address, since hosts that share a host name (containers, namespaces) have
   // routers of their own.

@@ -101,6 +101,7 @@ struct Qp {
   ibv_qp_cap cap{};
   ibv_qp_attr attr{};  // what modify_qp set, for query_qp
   bool sq_sig_all = false;
+  bool ud = false;                    // a datagram QP: connected to none; ready at RTR
   bool connected = false;             // connected at RTR, to:
   vrdma_router_address peer_router{};
   std::deque<PendingWr> pending;  // the ibv_wr_* batch since wr_start

@@ -25,7 +25,13 @@ ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr);  // refused, wi
 struct Cq;
 Cq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel);
 ibv_wc_status wc_status(int vrdma_status);
-unsigned wc_flags_of(const vrdma_wc& wc);  // IBV_WC_WITH_IMM or 0
+unsigned wc_flags_of(const vrdma_wc& wc);  // IBV_WC_WITH_IMM, IBV_WC_GRH
+
+// A UD request's destination (ud.cc): the QP `qpn` behind `ah`, which must be on this host, and
+// its Q_Key (one with the high bit set means the QP's own, as verbs has it). False, said once a
+// process: an address handle of another host.
+struct Qp;
+bool ud_destination(const Qp& q, ibv_ah* ah, uint32_t qpn, uint32_t qkey, vrdma_send_wr& out);
 
 // The table of them: sets every pointer a context carries (ops.cc).
 void install_context_ops(verbs_context& v);

@@ -26,8 +26,11 @@ bool needs_response(int opcode) {
   return opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-bool translate(const ibv_send_wr& w, vrdma_send_wr& v, bool uc) {
+bool translate(const Qp& q, const ibv_send_wr& w, vrdma_send_wr& v) {
+  bool uc = q.ex.qp_base.qp_type == IBV_QPT_UC;
   if (w.opcode > IBV_WR_ATOMIC_FETCH_AND_ADD || (uc && needs_response(w.opcode))) return false;
+  if (q.ud && (w.opcode != IBV_WR_SEND && w.opcode != IBV_WR_SEND_WITH_IMM)) return false;
+  if (q.ud && !ud_destination(q, w.wr.ud.ah, w.wr.ud.remote_qpn, w.wr.ud.remote_qkey, v)) return false;
   v.wr_id = w.wr_id;
   v.next = nullptr;
   v.sg_list = reinterpret_cast<vrdma_sge*>(w.sg_list);
@@ -41,7 +44,7 @@ bool translate(const ibv_send_wr& w, vrdma_send_wr& v, bool uc) {
     v.rkey = w.wr.atomic.rkey;
     v.compare_add = w.wr.atomic.compare_add;
     v.swap = w.wr.atomic.swap;
-  } else {
+  } else if (!q.ud) {
     v.remote_addr = w.wr.rdma.remote_addr;
     v.rkey = w.wr.rdma.rkey;
   }
@@ -65,7 +68,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     int n = 0;
     ibv_send_wr* refused = nullptr;
     for (; wr && n < kBatch; wr = wr->next, ++n) {
-      if (!translate(*wr, batch[n], qp->qp_type == IBV_QPT_UC)) {
+      if (!translate(*q, *wr, batch[n])) {
         refused = wr;
         break;  // post what came before it, then report it
       }

@@ -1,5 +1,5 @@
-// Connected QPs: create, the RESET-INIT-RTR-RTS walk (connected at RTR to the peer's QP number at
-// the router its GID names), query and destroy. An unreliable-connected (UC) QP is carried as an
+// QPs: create, the RESET-INIT-RTR-RTS walk (an RC or UC QP connected at RTR to the peer's QP
+// number at the router its GID names; a UD QP ready at RTR with its Q_Key), query and destroy. An unreliable-connected (UC) QP is carried as an
 // RC one: what vrdma delivers arrives, in order, which is all UC asks; it takes SENDs and WRITEs
 // only, as UC does (READ and atomics are refused at post).
 #include <algorithm>
@@ -29,10 +29,13 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
     say("create_qp: XRC QPs are not supported on vrdma (RC and UC are)");
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
-  if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC) {
-    if (!said_type.exchange(true))
-      say("create_qp: only RC and UC QPs are supported (asked for type %d%s)", int(a.qp_type),
-          a.qp_type == IBV_QPT_UD ? ", UD" : "");
+  if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD) {
+    if (!said_type.exchange(true)) say("create_qp: only RC, UC and UD QPs are supported (asked for type %d)", int(a.qp_type));
+    return fail_null<ibv_qp>(EOPNOTSUPP);
+  }
+  bool ud = a.qp_type == IBV_QPT_UD;
+  if (ud && a.srq) {
+    say("create_qp: a UD QP with an SRQ is not supported on vrdma; give it its own receive queue");
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
   if (!a.send_cq || !a.recv_cq) return fail_null<ibv_qp>(EINVAL);
@@ -51,7 +54,7 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
   va.max_recv_wr = a.cap.max_recv_wr;
   va.max_inline_data = kMaxInline;
   va.sq_sig_all = a.sq_sig_all;
-  va.flags = VRDMA_QP_KEEP_RECVS;
+  va.flags = ud ? VRDMA_QP_DATAGRAM : VRDMA_QP_KEEP_RECVS;
   va.srq = a.srq ? ours<Srq>(a.srq)->v : nullptr;
   q->v = vrdma_create_qp(ours<Pd>(pd)->v, &va);
   if (!q->v) {
@@ -61,6 +64,7 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
     return fail_null<ibv_qp>(err);
   }
   q->ctx = Context::of(pd->context);
+  q->ud = ud;
   q->cap = a.cap;
   q->cap.max_send_sge = q->cap.max_recv_sge = VRDMA_MAX_SGE;
   q->cap.max_inline_data = kMaxInline;
@@ -125,6 +129,17 @@ int connect(Qp& q, const ibv_qp_attr& attr, int mask) {
   return 0;
 }
 
+// A UD QP connects to nobody: from RTR on it takes datagrams with its Q_Key (set at INIT, or
+// changed at any step after).
+int ud_ready(Qp& q, const ibv_qp_attr& attr, int mask) {
+  uint32_t qkey = mask & IBV_QP_QKEY ? attr.qkey : q.attr.qkey;
+  if (int r = vrdma_ud_ready(q.v, qkey); r < 0) {
+    say("modify_qp: making UD QP %#x ready: %s", q.ex.qp_base.qp_num, vrdma_last_error());
+    return -r;
+  }
+  return 0;
+}
+
 // Keeps what the program set, for query_qp.
 void remember(Qp& q, const ibv_qp_attr& a, int mask) {
   ibv_qp_attr& m = q.attr;
@@ -143,6 +158,7 @@ void remember(Qp& q, const ibv_qp_attr& a, int mask) {
   if (mask & IBV_QP_SQ_PSN) m.sq_psn = a.sq_psn;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) m.max_dest_rd_atomic = a.max_dest_rd_atomic;
   if (mask & IBV_QP_DEST_QPN) m.dest_qp_num = a.dest_qp_num;
+  if (mask & IBV_QP_QKEY) m.qkey = a.qkey;
 }
 
 // How long an RC QP retries a request nobody answers before it gives up: retry_cnt + 1 tries of
@@ -163,8 +179,12 @@ int move_to(Qp& q, ibv_qp_state to, const ibv_qp_attr& attr, int mask) {
       if (from == IBV_QPS_ERR) vrdma_recover_qp(q.v);
       return 0;
     case IBV_QPS_INIT: return from == IBV_QPS_RESET || from == IBV_QPS_INIT ? 0 : EINVAL;
-    case IBV_QPS_RTR: return from == IBV_QPS_INIT ? connect(q, attr, mask) : EINVAL;
-    case IBV_QPS_RTS: return from == IBV_QPS_RTR || from == IBV_QPS_RTS ? 0 : EINVAL;
+    case IBV_QPS_RTR:
+      if (from != IBV_QPS_INIT) return EINVAL;
+      return q.ud ? ud_ready(q, attr, mask) : connect(q, attr, mask);
+    case IBV_QPS_RTS:
+      if (from != IBV_QPS_RTR && from != IBV_QPS_RTS) return EINVAL;
+      return q.ud && (mask & IBV_QP_QKEY) ? ud_ready(q, attr, mask) : 0;
     case IBV_QPS_ERR:
       vrdma_withdraw_recvs(q.v);  // verbs flushes the posted receives on the way into error
       return 0;

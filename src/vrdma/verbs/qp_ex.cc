@@ -1,7 +1,8 @@
 // The ibv_wr_* calls of an ibv_qp_ex: requests built one call at a time between wr_start and
 // wr_complete, posted together at wr_complete. A call vrdma does not carry out (memory windows,
-// invalidation, UD and XRC addressing, TSO, atomic write) makes wr_complete fail with EOPNOTSUPP
-// and post nothing, as a provider does for an op the QP was not created with.
+// invalidation, XRC addressing, TSO, atomic write; UD addressing but on a UD QP, to this host)
+// makes wr_complete fail with EOPNOTSUPP and post nothing, as a provider does for an op the QP
+// was not created with.
 #include <cstring>
 
 #include "vrdma/verbs/export.hh"
@@ -135,7 +136,11 @@ void wr_bind_mw(ibv_qp_ex* x, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { refu
 void wr_local_inv(ibv_qp_ex* x, uint32_t) { refuse(x); }
 void wr_send_inv(ibv_qp_ex* x, uint32_t) { refuse(x); }
 void wr_send_tso(ibv_qp_ex* x, void*, uint16_t, uint16_t) { refuse(x); }
-void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah*, uint32_t, uint32_t) { qp_of(x).pending_bad = true; }
+void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah* ah, uint32_t qpn, uint32_t qkey) {
+  Qp& q = qp_of(x);
+  PendingWr* p = last(x);
+  if (!q.ud || !p || !ud_destination(q, ah, qpn, qkey, p->wr)) q.pending_bad = true;
+}
 void wr_set_xrc_srqn(ibv_qp_ex* x, uint32_t) { qp_of(x).pending_bad = true; }
 void wr_atomic_write(ibv_qp_ex* x, uint32_t, uint64_t, const void*) { refuse(x); }
 

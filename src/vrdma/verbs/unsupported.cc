@@ -1,5 +1,5 @@
-// What vrdma does not offer fails cleanly with EOPNOTSUPP and a line saying so: UD address
-// resolution, multicast (a UD feature), XRC, ECE and object import.
+// What vrdma does not offer fails cleanly with EOPNOTSUPP and a line saying so: multicast (a UD
+// feature), Ethernet L2 resolution, XRC, ECE and object import.
 #include "vrdma/verbs/export.hh"
 #include "vrdma/verbs/objects.hh"
 #include "vrdma/verbs/ops.hh"
@@ -15,15 +15,6 @@ int unsupported(const char* what) {
 }
 
 }  // namespace
-
-VERBS_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, ibv_ah_attr*) {
-  return unsupported("init_ah_from_wc (UD)") ? -1 : 0;
-}
-
-VERBS_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) {
-  unsupported("create_ah_from_wc (UD)");
-  return nullptr;
-}
 
 VERBS_EXPORT int ibv_attach_mcast(ibv_qp*, const union ibv_gid*, uint16_t) { return unsupported("multicast (attach_mcast)"); }
 VERBS_EXPORT int ibv_detach_mcast(ibv_qp*, const union ibv_gid*, uint16_t) { return unsupported("multicast (detach_mcast)"); }

@@ -88,6 +88,9 @@ struct vrdma_qp;
 struct vrdma_srq;
 
 enum { VRDMA_MAX_SGE = 8, VRDMA_ADDRESS_BYTES = 40 };
+/* A datagram QP's messages: at most VRDMA_UD_MTU bytes each; a receive gets VRDMA_GRH_BYTES of
+ * routing header (an InfiniBand GRH) before the message, and its byte_len counts them. */
+enum { VRDMA_UD_MTU = 4096, VRDMA_GRH_BYTES = 40 };
 
 enum vrdma_wr_opcode {
   VRDMA_WR_RDMA_WRITE,
@@ -122,6 +125,8 @@ struct vrdma_send_wr {
   uint32_t rkey;
   uint64_t compare_add;     /* fetch-add: the addend; compare-swap: the expected value */
   uint64_t swap;            /* compare-swap: the new value */
+  uint32_t remote_qpn;      /* a datagram QP's SEND: the QP it goes to, on this host */
+  uint32_t remote_qkey;     /* and that QP's Q_Key (a datagram with another is dropped) */
 };
 
 struct vrdma_recv_wr {
@@ -157,6 +162,9 @@ enum vrdma_wc_opcode {
 /* On a receive: the completion carries imm_data. On the initiator's completion of a
  * *_WITH_IMM request (vrdma's addition): the request carried immediate data. */
 enum { VRDMA_WC_WITH_IMM = 1 };
+/* On a datagram QP's receive: the buffer begins with VRDMA_GRH_BYTES of routing header, and
+ * src_qp names the sender. */
+enum { VRDMA_WC_GRH = 2 };
 
 struct vrdma_wc {
   uint64_t wr_id;
@@ -166,6 +174,7 @@ struct vrdma_wc {
   uint32_t imm_data;
   unsigned wc_flags;
   uint32_t qp_num;
+  uint32_t src_qp;  /* a datagram QP's receive: the QP that sent it */
 };
 
 const char *vrdma_wc_status_str(int status);
@@ -199,6 +208,12 @@ enum vrdma_qp_flags {
    * NIC learns of it only when this QP sends); they are flushed when this QP errs or takes them
    * back. Without it they are flushed as soon as the peer is gone, so a receiver learns at once. */
   VRDMA_QP_KEEP_RECVS = 8,
+  /* An unreliable datagram QP (verbs' UD): connected to no peer, each SEND names the QP it goes
+   * to (remote_qpn, remote_qkey) of the same tenant on this host, and carries at most
+   * VRDMA_UD_MTU bytes. A datagram that finds no such QP, another Q_Key, no receive posted or no
+   * room is dropped, and the sender's completion says success, as on a network: the sender
+   * learns nothing of QPs it may not reach. SENDs only; always on the router path. */
+  VRDMA_QP_DATAGRAM = 16,
 };
 
 struct vrdma_qp_init_attr {
@@ -240,6 +255,9 @@ int vrdma_query_router(const struct vrdma_context *ctx, struct vrdma_router_addr
  * is its address or all zero), for callers that know a peer by router address and QP number
  * rather than by its address blob (verbs: a GID and a QPN). */
 int vrdma_connect_qp_at(struct vrdma_qp *qp, const struct vrdma_router_address *at, uint32_t peer_qp_num);
+/* Makes a datagram QP ready to send and receive, with `qkey` its Q_Key (verbs: modify_qp to
+ * RTS); again to change the Q_Key. EINVAL on a QP made without VRDMA_QP_DATAGRAM. */
+int vrdma_ud_ready(struct vrdma_qp *qp, uint32_t qkey);
 int vrdma_destroy_qp(struct vrdma_qp *qp);
 /* Post calls return 0, or an errno value (positive, as verbs does) with *bad_wr naming the first
  * request not taken. On the direct path a request has completed when vrdma_post_send returns. */
