@@ -80,7 +80,7 @@ class SpscRing {
   // Consumer side. False when empty.
   bool pop(T& v) {
     uint64_t hd = h_->head.load(std::memory_order_relaxed);
-    if (hd == h_->tail.load(std::memory_order_acquire)) return false;
+    if (!takeable(hd)) return false;
     v = slots_[mask_.slot(hd)];
     h_->head.store(hd + 1, std::memory_order_release);
     return true;
@@ -88,24 +88,37 @@ class SpscRing {
   // Consumer side: drops up to n slots unread in one step; how many it dropped.
   uint64_t skip(uint64_t n) {
     uint64_t hd = h_->head.load(std::memory_order_relaxed);
-    uint64_t k = std::min(n, h_->tail.load(std::memory_order_acquire) - hd);
+    uint64_t k = std::min(n, takeable(hd));
     if (k) h_->head.store(hd + k, std::memory_order_release);
     return k;
   }
   // Consumer side: a copy of the next slot, left in place (false when empty); pop takes it.
   bool peek(T& v) const {
     uint64_t hd = h_->head.load(std::memory_order_relaxed);
-    if (hd == h_->tail.load(std::memory_order_acquire)) return false;
+    if (!takeable(hd)) return false;
     v = slots_[mask_.slot(hd)];
     return true;
   }
-  bool empty() const { return size() == 0; }
+  // For the consumer: how many it may take, and whether none (a ring that claims more than it
+  // holds has none).
+  uint64_t waiting() const { return takeable(h_->head.load(std::memory_order_acquire)); }
+  bool empty() const { return waiting() == 0; }
+  // For the producer: how full it is (a head the consumer moved past the tail reads as full).
   uint64_t size() const {
     return h_->tail.load(std::memory_order_acquire) - h_->head.load(std::memory_order_acquire);
   }
   uint64_t capacity() const { return mask_.capacity(); }
 
  private:
+  // How many slots the consumer may take from `hd` on: what the producer has pushed, or none
+  // when it claims more than the ring holds. The producer may be another process that writes
+  // the tail as it likes (a tenant set it 2^63 ahead once, and a router carried out zero-filled
+  // requests that were never posted for as long as the QP lived).
+  uint64_t takeable(uint64_t hd) const {
+    uint64_t n = h_->tail.load(std::memory_order_acquire) - hd;
+    return n <= mask_.capacity() ? n : 0;
+  }
+
   explicit SpscRing(SpscRingHeader* h)
       : h_(h), slots_(reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(h) + sizeof(SpscRingHeader))),
         mask_(h->capacity) {}

@@ -2,6 +2,7 @@
 (tests/vrdma/vrdma_hostile.c, mostly as uid nobody) against a real router, and checks what the
 router promises: no tenant reaches another's QPs, no request costs the router more than its own
 work, the well-behaved tenant is served meanwhile, nothing is held without limit."""
+import fcntl
 import json
 import os
 import re
@@ -103,6 +104,39 @@ def test_an_unknown_opcode_fails_and_is_never_carried_out(router):
     r = router()
     out = hostile(r.sock, "bad-opcode", user=NOBODY)
     assert int(out["status"]) == WC_LOC_QP_OP_ERR and int(out["next"]) == WC_WR_FLUSH_ERR, out
+
+
+@as_root
+def test_a_ring_that_claims_more_than_it_holds_is_not_spun_on(router):
+    """Probe 7 D1: a tenant set its send ring's tail 2^63 past the head and kicked once; the router
+    then carried out zero-filled requests that were never posted, at a whole core, for as long as
+    the QP lived (121 million in 10 s). A ring whose producer claims more than its capacity holds
+    nothing to take: the router moves nothing of it and goes idle."""
+    r = router()
+    p = subprocess.Popen([HOSTILE, r.sock, "ring-tail", "4"], user=NOBODY, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # set up and kicked
+    before = cpu_seconds(r.proc.pid)
+    time.sleep(2)
+    spent = cpu_seconds(r.proc.pid) - before
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, out + err
+    assert spent < 0.3, f"the router spent {spent:.2f} s of CPU in 2 s on a ring that claims 2^63 requests"
+    stats = run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout
+    ops = max(int(line.split()[9]) for line in stats.splitlines()[1:] if line.split() and line.split()[0] != "router:")
+    assert ops < 100, stats
+
+
+@as_root
+@pytest.mark.parametrize("opcode", [4, 6], ids=["read", "fetch-add"])
+def test_a_read_or_atomic_with_inline_bytes_fails(router, opcode):
+    """Probe 7 D3: on the router path a READ or fetch-add written into the ring as inline, with no
+    local buffer, completed with success (the READ's bytes went nowhere; the fetch-add changed
+    the target with no place for the old value). Inline bytes are for SENDs and WRITEs: the
+    request fails, and the target is untouched."""
+    r = router()
+    out = hostile(r.sock, "inline-op", opcode, user=NOBODY)
+    assert int(out["wr_id"]) == 9 and int(out["status"]) == WC_LOC_QP_OP_ERR and int(out["target"]) == 0, out
 
 
 @as_root
@@ -406,6 +440,23 @@ def test_reg_mr_with_memory_that_is_not_a_sealed_memfd_is_einval(router, what):
     assert t == 3, t  # error
     err, message = struct.unpack_from("<i200s", body)
     assert err == 22, (err, message)  # EINVAL: the descriptor is wrong, not the memory short
+    s.close()
+
+
+def test_a_region_whose_addresses_wrap_past_2_64_is_einval(router):
+    """Probe 7 D2: a region at va 2^64 - 4096 of 8192 B (its last address wraps past 2^64) was
+    granted; verbs refuses it."""
+    r = router()
+    s, ask, pd = speak(r.sock)
+    fd = os.memfd_create("wraps", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, 1 << 16)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    t, body = ask(6, struct.pack("<IIQQQ", pd, 1, 8192, (1 << 64) - 4096, 0), fds=[fd])
+    assert t == 3, t  # error
+    err, message = struct.unpack_from("<i200s", body)
+    assert err == 22 and b"wrap" in message, (err, message)
+    t, body = ask(6, struct.pack("<IIQQQ", pd, 1, 4096, (1 << 64) - 4096, 0), fds=[fd])
+    assert t != 3, body  # its last page up to the very end is a region like any other
     s.close()
 
 

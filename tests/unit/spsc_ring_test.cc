@@ -216,5 +216,25 @@ TEST(SpscRingShared, TwoProcessesAtDifferentAddressesPassEveryItemInOrder) {
   EXPECT_FALSE(ring->pop(v)) << "more items than were pushed";
 }
 
+// The producer may be another process that writes the tail as it likes: a tail further ahead
+// than the ring holds gives the consumer nothing, never slots that were not pushed.
+TEST_F(SpscRingAttach, ATailPastTheCapacityGivesTheConsumerNothing) {
+  auto ring = SpscRing<uint64_t>::attach(span_of(mem_));
+  ASSERT_TRUE(bool(ring));
+  ASSERT_TRUE(ring->push(7));
+  header().tail.store(header().head.load() + (uint64_t(1) << 63));
+  uint64_t v = 0;
+  EXPECT_FALSE(ring->peek(v));
+  EXPECT_FALSE(ring->pop(v));
+  EXPECT_EQ(ring->skip(5), 0u);
+  EXPECT_TRUE(ring->empty());
+  EXPECT_EQ(ring->waiting(), 0u);
+  EXPECT_GE(ring->size(), ring->capacity());  // to its producer it is full: nothing more goes in
+  EXPECT_FALSE(ring->push(8));
+  header().tail.store(header().head.load() + 1);  // back to what was pushed
+  ASSERT_TRUE(ring->pop(v));
+  EXPECT_EQ(v, 7u);
+}
+
 }  // namespace
 }  // namespace rb

@@ -42,5 +42,14 @@ TEST(VrdmaHostShare, TheReasonNamesTheBudget) {
   EXPECT_NE(why.find("descriptors"), std::string::npos) << why;
 }
 
+// A refusal tells the tenant what it holds, never what the others hold together (probe 7).
+TEST(VrdmaHostShare, ARefusalTellsNothingOfOtherTenants) {
+  std::string why;
+  ASSERT_FALSE(kShare.allows({0, 312}, {0, 987}, 2, {0, 1}, &why));
+  EXPECT_NE(why.find("holds 312"), std::string::npos) << why;
+  EXPECT_EQ(why.find("987"), std::string::npos) << why;
+  EXPECT_EQ(why.find("675"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace rb::vrdma

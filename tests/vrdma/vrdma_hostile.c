@@ -257,6 +257,64 @@ static int bad_opcode(struct vrdma_context* ctx) {
   return 0;
 }
 
+/* One store: the send ring's tail 2^63 past its head, so the ring claims more requests than it
+ * holds, and a kick; then `seconds` taking whatever completions come, a millisecond apart (the
+ * router must not carry out requests that are not there). */
+static int ring_tail(struct vrdma_context* ctx, double seconds) {
+  struct pair p;
+  if (router_pair(ctx, &p, 16)) return die("pair");
+  struct vrdma_mr* mr = vrdma_alloc_mr(p.pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE);
+  struct vrdma_wc w0;
+  if (!mr || post_write(p.a, mr, mr, 64, 1) || wait_one(p.cq, &w0)) return die("first write");
+  struct ring r;
+  if (find_send_ring(&r, 1)) return die("no QP memory in /proc/self/maps");
+  __atomic_store_n(r.tail, *r.head + (1ull << 63), __ATOMIC_RELEASE);
+  post_write(p.a, mr, mr, 64, 2); /* a post kicks the router (the ring looks full: it may be refused) */
+  long completions = 0;
+  for (long ms = 0; ms < (long)(seconds * 1000); ++ms) {
+    struct vrdma_wc wc[16];
+    int n = vrdma_poll_cq(p.cq, 16, wc);
+    completions += n > 0 ? n : 0;
+    usleep(1000);
+  }
+  printf("completions=%ld\n", completions);
+  return 0;
+}
+
+/* A READ (opcode 4) or fetch-add (6) written into the send ring with inline bytes and no local
+ * buffer, against our own region's first 8 bytes (0). Prints its status and what the target
+ * holds afterwards. */
+static int inline_op(struct vrdma_context* ctx, int opcode) {
+  struct pair p;
+  if (router_pair(ctx, &p, 16)) return die("pair");
+  struct vrdma_mr* mr = vrdma_alloc_mr(p.pd, 4096, VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE |
+                                                        VRDMA_ACCESS_REMOTE_READ | VRDMA_ACCESS_REMOTE_ATOMIC);
+  struct vrdma_wc w0, w1;
+  if (!mr || post_write(p.a, mr, mr, 64, 1) || wait_one(p.cq, &w0)) return die("first write");
+  memset(mr->addr, 0, 64);
+  struct ring r;
+  if (find_send_ring(&r, 1)) return die("no QP memory in /proc/self/maps");
+  uint64_t t = *r.tail;
+  uint8_t* e = r.slots + (t & (r.capacity - 1)) * r.slot;
+  memset(e, 0, r.slot);
+  uint64_t wr_id = 9, remote = (uint64_t)(uintptr_t)mr->addr, add = 5;
+  uint16_t inline_len = 8;
+  memcpy(e, &wr_id, 8);
+  memcpy(e + 8, &remote, 8);  /* remote_addr */
+  memcpy(e + 16, &add, 8);    /* compare_add */
+  memcpy(e + 32, &mr->rkey, 4);
+  e[44] = (uint8_t)opcode;
+  e[45] = 1;                  /* signaled */
+  memcpy(e + 46, &inline_len, 2);
+  __atomic_store_n(r.tail, t + 1, __ATOMIC_RELEASE);
+  if (post_write(p.a, mr, mr, 0, 10)) return die("post_send"); /* kicks the router */
+  if (wait_one(p.cq, &w1)) return die("no completion");
+  uint64_t now;
+  memcpy(&now, mr->addr, 8);
+  printf("status=%d wr_id=%llu target=%llu\n", w1.status, (unsigned long long)w1.wr_id, (unsigned long long)now);
+  return 0;
+}
+
 static int huge_write(struct vrdma_context* ctx) {
   struct pair p;
   if (router_pair(ctx, &p, 16)) return die("pair");
@@ -765,6 +823,8 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "mr-churn") == 0) rc = mr_churn(ctx, atol(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 65536);
   else if (strcmp(mode, "bad-opcode") == 0) rc = bad_opcode(ctx);
   else if (strcmp(mode, "huge-write") == 0) rc = huge_write(ctx);
+  else if (strcmp(mode, "ring-tail") == 0) rc = ring_tail(ctx, atof(a1));
+  else if (strcmp(mode, "inline-op") == 0) rc = inline_op(ctx, atoi(a1));
   else if (strcmp(mode, "big-writes") == 0) rc = big_writes(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20);
   else if (strcmp(mode, "touch-and-free") == 0) rc = touch_and_free(ctx, strtoull(a1, NULL, 10));
   else if (strcmp(mode, "srq-mix") == 0) rc = srq_mix(ctx);

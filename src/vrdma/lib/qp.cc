@@ -465,7 +465,11 @@ int Qp::post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad) {
     e.imm = wr->imm_data;
     e.opcode = uint8_t(wr->opcode);
     e.flags = uint8_t(wr->send_flags | (attr_.sig_all ? VRDMA_SEND_SIGNALED : 0));
-    if (wr->send_flags & VRDMA_SEND_INLINE) {  // the bytes travel in the entry itself
+    // The bytes travel in the entry itself; READs and atomics have no payload to carry (the
+    // flag means nothing to them, as on the direct path).
+    bool payload = wr->opcode != VRDMA_WR_RDMA_READ && wr->opcode != VRDMA_WR_ATOMIC_CMP_AND_SWP &&
+                   wr->opcode != VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    if (payload && (wr->send_flags & VRDMA_SEND_INLINE)) {
       uint64_t len = 0;
       for (int i = 0; i < wr->num_sge; ++i) len += wr->sg_list[i].length;
       if (len > proto::kRouterInline || len > attr_.max_inline) {

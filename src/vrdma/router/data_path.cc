@@ -102,7 +102,8 @@ class Mover {
   bool gather(proto::SendEntry& e, uint32_t need) { return gather_request(me_, q_.pd, e, need, pieces_, n_, total_); }
 
   Outcome run(proto::SendEntry& e) {
-    if (!known_opcode(e.opcode)) return {VRDMA_WC_LOC_QP_OP_ERR};  // the ring is the owner's to scribble on
+    // The ring is the owner's to scribble on.
+    if (!known_opcode(e.opcode) || !carries_inline(e)) return {VRDMA_WC_LOC_QP_OP_ERR};
     bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
     if (!gather(e, reads_in ? uint32_t(proto::local_write) : 0u)) return {VRDMA_WC_LOC_PROT_ERR};
     if (total_ > kMaxMessageBytes) return {VRDMA_WC_LOC_QP_OP_ERR};  // as verbs caps a message

@@ -26,6 +26,11 @@ inline bool is_atomic(uint8_t op) { return op == VRDMA_WR_ATOMIC_FETCH_AND_ADD |
 // What a request's opcode may be: anything else in a ring (or on the link) is refused, never
 // taken for something it is not.
 inline bool known_opcode(uint8_t op) { return op >= VRDMA_WR_RDMA_WRITE && op <= VRDMA_WR_ATOMIC_FETCH_AND_ADD; }
+// Inline bytes are a payload: SENDs and WRITEs carry them, a READ or an atomic that claims some
+// has no local buffer for what it brings back (one once succeeded with its bytes lost).
+inline bool carries_inline(const proto::SendEntry& e) {
+  return !e.inline_len || !(e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode));
+}
 
 // Bytes one QP moves in one turn of the loop: a larger request is moved over several turns, so
 // a tenant's 2 GiB WRITE delays another's next request by one such copy (about 0.1 ms), not by

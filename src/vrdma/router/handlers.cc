@@ -116,6 +116,8 @@ Router::Reply Router::reg_mr(Session& s, const proto::Message& m, UniqueFd& thei
   if ((req.access & (proto::remote_write | proto::remote_atomic)) && !(req.access & proto::local_write))
     return error(s, m, EINVAL, "remote write or atomic access needs local write access too");
   if (req.len == 0 || req.len > kMaxRegion) return error(s, m, EINVAL, fmt::format("length {} B: give 1 B to 1 TiB", req.len));
+  if (req.len - 1 > ~uint64_t(0) - req.va)  // its last byte's address would wrap past 2^64
+    return error(s, m, EINVAL, fmt::format("a region at {:#x} of {} B wraps past 2^64", req.va, req.len));
   TenantUsage& u = usage_[s.tenant.name];
   if (std::string why; !memory_allowed(s, u, req.len, "region", &why)) return error(s, m, ENOMEM, why);
   if (s.tenant.max_mrs && u.mrs + u.held_mrs + 1 > s.tenant.max_mrs)

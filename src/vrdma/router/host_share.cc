@@ -29,15 +29,16 @@ bool HostShare::within(uint64_t mine, uint64_t all, uint64_t more, uint64_t budg
 bool HostShare::allows(const HostCost& mine, const HostCost& all, size_t tenants, const HostCost& more,
                        std::string* why) const {
   if (!within(mine.mappings, all.mappings, more.mappings, maps_, tenants)) {
-    *why = fmt::format("the router's mappings are shared out: {} of {} are held, {} of them by this tenant "
-                       "(vm.max_map_count bounds them); free some, or raise vm.max_map_count",
-                       all.mappings, maps_, mine.mappings);
+    // What others hold together is theirs to know: the tenant learns only its own count.
+    *why = fmt::format("the router's mappings are shared out among its tenants, and this tenant holds {} of "
+                       "them (vm.max_map_count bounds them); free some, or raise vm.max_map_count",
+                       mine.mappings);
     return false;
   }
   if (!within(mine.descriptors, all.descriptors, more.descriptors, fds_, tenants)) {
-    *why = fmt::format("the router's descriptors are shared out: {} of {} are held, {} of them by this tenant "
-                       "(its RLIMIT_NOFILE bounds them); free some, or raise vrdmad's LimitNOFILE",
-                       all.descriptors, fds_, mine.descriptors);
+    *why = fmt::format("the router's descriptors are shared out among its tenants, and this tenant holds {} of "
+                       "them (its RLIMIT_NOFILE bounds them); free some, or raise vrdmad's LimitNOFILE",
+                       mine.descriptors);
     return false;
   }
   return true;

@@ -111,7 +111,8 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
     o.byte_len = 0;
     return true;
   };
-  if (!known_opcode(e.opcode)) return finish(VRDMA_WC_LOC_QP_OP_ERR);  // the ring is the owner's to scribble on
+  // The ring is the owner's to scribble on.
+  if (!known_opcode(e.opcode) || !carries_inline(e)) return finish(VRDMA_WC_LOC_QP_OP_ERR);
   bool reads_in = e.opcode == VRDMA_WR_RDMA_READ || is_atomic(e.opcode);
   LocalPiece local[proto::kMaxSge];
   uint64_t total = 0;

@@ -470,7 +470,7 @@ StatsSnapshot Router::snapshot(const std::string* only) const {
   StatsSnapshot out;
   std::map<std::string, uint64_t> queued;  // requests waiting in each tenant's router-path send rings
   for (const auto& [num, q] : qps_)
-    if (q.router_path && q.view) queued[sessions_.at(q.owner).tenant.name] += q.view->sends.size();
+    if (q.router_path && q.view) queued[sessions_.at(q.owner).tenant.name] += q.view->sends.waiting();
   for (const auto& [name, u] : usage_) {
     if (only && name != *only) continue;
     out.tenants.push_back({name, u.clients, u.pds, u.mrs, u.qps, u.reg_bytes, u.ring_bytes, u.requests, u.errors.load(),
