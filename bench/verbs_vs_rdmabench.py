@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """perftest over vrdma (the unmodified Debian binaries, through vrdma-run and libvrdma-verbs.so)
 beside rdmabench -t vrdma, for the same op and size, on one router of its own; and the same with
-perftest's QPs connected by rdma_cm (-R), and UCX's put latency over rc_verbs (ucx_perftest). The two take turns
+perftest's QPs connected by rdma_cm (-R), UCX's put latency over rc_verbs (ucx_perftest) and Open MPI's 8 B
+ping-pong over pml ucx (build/mpi_pingpong). The two take turns
 for ROUNDS rounds, client on CPU 0 and server on CPU 1; the table gives each tool's median and
 the ratio (perftest / rdmabench). Latency is perftest's t_typical (its median) against
 rdmabench's p50, both one way (half the round trip) for WRITE and SEND and the full round trip
@@ -53,6 +54,10 @@ ROWS = [
     # of a put that the peer polls for, as rdmabench's WRITE latency is): issue 30's goal, 1.5x.
     ("8 B put latency, ucx_perftest put_lat over rc_verbs [us]", ["ucx_perftest", "-t", "put_lat", "-s", "8"],
      ["--op", "write", "--mode", "lat", "--size", "8"], "ucx"),
+    # Open MPI over pml ucx held to vrdma0 (tests/mpi/mpi_pingpong.c: MPI_Send/MPI_Recv of 8 B, half
+    # the round trip) beside rdmabench's SEND latency: issue 30's goal, 2x.
+    ("8 B MPI half round trip, Open MPI pml ucx [us]", ["mpi_pingpong"], ["--op", "send", "--mode", "lat", "--size", "8"],
+     "mpi"),
 ]
 
 
@@ -70,9 +75,23 @@ def ucx_perftest(sock, argv):
     return float(final[0][2])  # Final: iterations typical average overall ...
 
 
+def mpi_pingpong(sock):
+    """mpi_pingpong's 8 B half round trip, in us, between two ranks bound to CPUs 0 and 1."""
+    argv = ["mpirun", "--allow-run-as-root", "-np", "2", "--bind-to", "core", "--mca", "pml", "ucx",
+            "-x", f"VRDMA_SOCKET={sock}", "-x", "UCX_TLS=rc_verbs,ud_verbs,self", "-x", "UCX_NET_DEVICES=vrdma0:1",
+            str(BUILD / "vrdma-run"), str(BUILD / "mpi_pingpong"), str(LAT_ITERS), "8"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("mpi_pingpong:")), "")
+    if out.returncode or " 0 checks failed" not in line:
+        raise SystemExit(f"mpi_pingpong: {out.stdout}{out.stderr}")
+    return float(line.split("half round trip ")[1].split()[0])
+
+
 def perftest(sock, argv, figure):
     if figure == "ucx":
         return ucx_perftest(sock, argv)
+    if figure == "mpi":
+        return mpi_pingpong(sock)
     iters = LAT_ITERS if figure == "lat" else BW_ITERS
     env = {**os.environ, "VRDMA_SOCKET": sock}
     base = [str(BUILD / "vrdma-run"), *argv, "-p", str(PORT), "-n", str(iters)]
@@ -90,7 +109,7 @@ def perftest(sock, argv, figure):
 
 
 def rdmabench(sock, flags, figure):
-    figure = "lat" if figure == "ucx" else figure
+    figure = "lat" if figure in ("ucx", "mpi") else figure
     iters = LAT_ITERS if figure == "lat" else BW_ITERS
     extra = [] if figure == "lat" else ["--depth", "128", "--signal", "100"]
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
@@ -181,7 +200,7 @@ def write_section(got, loops):
              "CPU 0 and server on CPU 1, this 2-core VM. perftest 4.5 runs unmodified through `vrdma-run`; rdmabench",
              "gets perftest's depth and moderation. Medians (range over rounds); ratio = perftest / rdmabench,",
              "paired by round (median, and its range), and best round against best round.", "",
-             "| figure | perftest (or ucx_perftest) over vrdma | rdmabench -t vrdma | paired ratio | best vs best |",
+             "| figure | perftest (ucx_perftest, mpi_pingpong) over vrdma | rdmabench -t vrdma | paired ratio | best vs best |",
              "|---|---|---|---|---|"]
     outside = []
     for label, *_ in ROWS:

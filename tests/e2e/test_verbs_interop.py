@@ -220,10 +220,11 @@ def test_uc_pingpong_validates(hosts, free_port, args):
 
 @pytest.mark.parametrize("args", [["-c"], ["-c", "-e"], ["-c", "-g", "0", "-s", "4096"], ["-c", "-g", "1", "-s", "1"]],
                          ids=["poll", "events", "gid0-mtu", "gid1-1B"])
-def test_ud_pingpong_validates(one_host, free_port, args):
+def test_ud_pingpong_validates(hosts, free_port, args):
     """ibv_ud_pingpong: datagrams with a routing header before each (the receiver skips 40 bytes),
-    each buffer checked; up to the 4096 B MTU, by GID or by neither."""
-    pingpong(one_host, ["ibv_ud_pingpong", "-p", str(free_port), *args])
+    each buffer checked; up to the 4096 B MTU, by GID or by neither (across hosts by GID 0: each
+    datagram crosses the routers' link)."""
+    pingpong(hosts, ["ibv_ud_pingpong", "-p", str(free_port), *args])
 
 
 UD_PERFTESTS = {
@@ -238,13 +239,13 @@ UD_PERFTESTS = {
 
 
 @pytest.mark.parametrize("tool,variant", list(UD_PERFTESTS), ids=[f"{t}-{v}" for t, v in UD_PERFTESTS])
-def test_perftest_over_ud(one_host, free_port, tool, variant):
+def test_perftest_over_ud(hosts, free_port, tool, variant):
     """perftest's SEND tests over UD QPs (-c UD): sizes up to the 4096 B MTU, which perftest
     learns from the port."""
     argv = [tool, "-c", "UD", "-p", str(free_port), *UD_PERFTESTS[(tool, variant)]]
-    src, sout, cli = pair(one_host, argv)
+    src, sout, cli = pair(hosts, argv)
     out = cli.stdout + cli.stderr
-    assert cli.returncode == 0 and src == 0, out + sout + routers_said(one_host)
+    assert cli.returncode == 0 and src == 0, out + sout + routers_said(hosts)
     assert "vrdma-verbs:" not in out + sout
     table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert table, out
@@ -253,12 +254,12 @@ def test_perftest_over_ud(one_host, free_port, tool, variant):
 
 
 @pytest.mark.parametrize("test", ["ud_lat", "ud_bw", "ud_bi_bw"])
-def test_qperf_over_ud(one_host, free_port, test):
+def test_qperf_over_ud(hosts, free_port, test):
     """qperf's UD tests (addresses over its own TCP, then datagrams)."""
     if not shutil.which("qperf"):
         pytest.skip("not installed: qperf")
-    with serving(one_host["server"], ["qperf", "-lp", str(free_port)]):
-        r = run(one_host["client"].argv(["qperf", "-lp", str(free_port), "-t", "1", one_host["addr"], test]),
+    with serving(hosts["server"], ["qperf", "-lp", str(free_port)]):
+        r = run(hosts["client"].argv(["qperf", "-lp", str(free_port), "-t", "1", hosts["addr"], test]),
                 timeout=CMD_TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "vrdma-verbs:" not in r.stdout + r.stderr and ("latency" in r.stdout or "bw" in r.stdout), r.stdout
@@ -408,8 +409,8 @@ def test_ucx_lists_ud_verbs_on_vrdma0(one_host):
 
 
 @pytest.mark.parametrize("test", ["am_lat", "am_bw"])
-def test_ucx_uct_over_ud_verbs(one_host, free_port, test):
-    ucx_perftest_passes(one_host, ["ucx_perftest", "-d", "vrdma0:1", "-x", "ud_verbs", "-t", test, "-p", str(free_port)])
+def test_ucx_uct_over_ud_verbs(hosts, free_port, test):
+    ucx_perftest_passes(hosts, ["ucx_perftest", "-d", "vrdma0:1", "-x", "ud_verbs", "-t", test, "-p", str(free_port)])
 
 
 # UCP over vrdma0 alone: rc_verbs for the data, ud_verbs for UCP's wire-up (its auxiliary transport).
@@ -419,10 +420,10 @@ UCP_TESTS = ["tag_lat", "tag_bw", "tag_sync_lat", "ucp_put_lat", "ucp_put_bw", "
 
 
 @pytest.mark.parametrize("test", UCP_TESTS)
-def test_ucx_ucp_over_vrdma0(one_host, free_port, test):
+def test_ucx_ucp_over_vrdma0(hosts, free_port, test):
     """ucx_perftest's UCP tests with UCX held to vrdma0's transports (no shared memory, no TCP)."""
     env = [f"{k}={v}" for k, v in UCX_ON_VRDMA.items()]
-    ucx_perftest_passes(one_host, ["env", *env, "ucx_perftest", "-t", test, "-p", str(free_port)])
+    ucx_perftest_passes(hosts, ["env", *env, "ucx_perftest", "-t", test, "-p", str(free_port)])
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
@@ -441,6 +442,37 @@ def test_open_mpi_over_pml_ucx_on_vrdma0(one_host, ranks):
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"mpi_pingpong: {ranks} ranks" in r.stdout and "0 checks failed" in r.stdout, r.stdout
     assert host.log.read_text().count(" is tenant ") - before >= ranks  # every rank opened vrdma0
+
+
+def test_open_mpi_across_two_hosts(two_hosts, tmp_path):
+    """mpirun -np 4 across the two hosts (one rank of each pair on each: --map-by node), pml ucx
+    held to vrdma0: the ping-pong crosses the routers' link (RC for the data, UD for UCP's
+    wire-up) and the allreduce spans both. mpirun runs on host a and starts host b's ranks
+    through an agent that enters b's namespace, as ssh would log in to it."""
+    prog = BUILD / "mpi_pingpong"
+    if not prog.exists() or not shutil.which("mpirun"):
+        pytest.skip("mpi_pingpong was not built (libopenmpi-dev) or mpirun is missing")
+    bed, hosts = two_hosts["bed"], {"a": two_hosts["server"], "b": two_hosts["client"]}
+    addr = {s: bed.addr(1, s) for s in "ab"}
+    agent = tmp_path / "netns-agent"
+    agent.write_text("#!/bin/sh\n# as ssh: HOST COMMAND..., run inside that host's namespace\nhost=$1; shift\n"
+                     + "".join(f'[ "$host" = {addr[s]} ] && exec ip netns exec {bed.ns[s]} sh -c "$*"\n' for s in "ab")
+                     + 'echo "netns-agent: no host $host" >&2; exit 255\n')
+    rank = tmp_path / "rank"
+    rank.write_text("#!/bin/sh\n# each rank on its own host's router\nns=$(ip netns identify $$)\n"
+                    + "".join(f'[ "$ns" = {bed.ns[s]} ] && export VRDMA_SOCKET={hosts[s].sock}\n' for s in "ab")
+                    + f'exec {VRDMA_RUN} "$@"\n')
+    agent.chmod(0o755)
+    rank.chmod(0o755)
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "--host", f"{addr['a']}:2,{addr['b']}:2",
+            "--map-by", "node", "--mca", "plm_rsh_agent", str(agent), "--mca", "pml", "ucx",
+            *[a for k, v in UCX_ON_VRDMA.items() for a in ("-x", f"{k}={v}")], str(rank), str(prog), "300"]
+    before = {s: h.log.read_text().count(" is tenant ") for s, h in hosts.items()}
+    r = run(bed.exec_argv("a", argv), timeout=CMD_TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mpi_pingpong: 4 ranks" in r.stdout and "0 checks failed" in r.stdout, r.stdout
+    for s, h in hosts.items():  # two ranks on each host's router
+        assert h.log.read_text().count(" is tenant ") - before[s] >= 2, (s, h.log.read_text()[-2000:])
 
 
 def test_no_router_says_so(tmp_path):

@@ -73,28 +73,41 @@ def test_a_qp_number_is_never_issued_twice(router, world):
     assert len(numbers) == 16000 and len(set(numbers)) == 16000
 
 
-@as_root
-def test_a_datagram_reaches_only_its_own_tenants_qps(router, world):
-    """A datagram (UD) QP takes datagrams from its own tenant's QPs alone: another tenant (uid
-    nobody) that knows its number and Q_Key reaches nothing, and its completions say success, as
-    for any datagram that goes astray, so it learns nothing of the QP. A sender of the same tenant
-    reaches it, with its Q_Key only, and is named as the source."""
-    r = router()
-    qpn = world / "qpn.txt"
-    listener = subprocess.Popen([DATAGRAM, r.sock, "listen", str(qpn), "8"], stdout=subprocess.PIPE,
+def datagrams_reach_only_their_tenant(listen_sock, send_sock, qpn_file):
+    """A datagram QP listens at `listen_sock`; uid nobody, then root, send to it from `send_sock`
+    knowing its number and Q_Key: the listener hears root's 50 with its Q_Key only, and nothing
+    of nobody's, whose completions all say success anyway."""
+    listener = subprocess.Popen([DATAGRAM, listen_sock, "listen", str(qpn_file), "8"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
-    while not (qpn.exists() and qpn.read_text().strip()) and time.monotonic() < deadline:
+    while not (qpn_file.exists() and qpn_file.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     senders = {}
     for who, user in (("stranger", NOBODY), ("friend", None)):
-        p = run([DATAGRAM, r.sock, "send", str(qpn), "50"], user=user, timeout=60)
+        p = run([DATAGRAM, send_sock, "send", str(qpn_file), "50"], user=user, timeout=60)
         assert p.returncode == 0 and "sent ok=150 failed=0" in p.stdout, p.stdout + p.stderr
         senders[who] = p.stdout.split()[1]
     out, err = listener.communicate(timeout=30)
     assert listener.returncode == 0, out + err
     assert "received 50\n" in out, out
     assert f"from {senders['friend']}\n" in out and f"from {senders['stranger']}\n" not in out, (out, senders)
+
+
+@as_root
+def test_a_datagram_reaches_only_its_own_tenants_qps(router, world):
+    """A datagram (UD) QP takes datagrams from its own tenant's QPs alone: another tenant (uid
+    nobody) that knows its number and Q_Key reaches nothing, and learns nothing of the QP. A
+    sender of the same tenant reaches it, with its Q_Key only, and is named as the source."""
+    r = router()
+    datagrams_reach_only_their_tenant(r.sock, r.sock, world / "qpn.txt")
+
+
+@as_root
+def test_a_datagram_from_another_host_reaches_only_its_own_tenants_qps(linked_routers, world):
+    """The same across two linked routers: a datagram crosses the link through an address handle
+    of the other router, and is delivered there only to the tenant its router names."""
+    a, b = linked_routers
+    datagrams_reach_only_their_tenant(a.sock, b.sock, world / "qpn.txt")
 
 
 @as_root

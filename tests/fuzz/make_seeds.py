@@ -12,7 +12,7 @@ from pathlib import Path
 
 MAGIC, VERSION = 0x31445256, 6
 MAX_SGE = 8
-LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 3
+LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 4
 ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
 
 
@@ -69,6 +69,9 @@ def main():
         "link_connect": link(1, 7, struct.pack("<II", 1, 2) + b"tenant".ljust(64, b"\0")),
         "link_key": link(4, 8, struct.pack("<iIQQQQ", 0, 6, 0x7f0000001000, 4096, 0x55, 0)),
         "link_op_send": link_op(0, b"x" * 64),
+        "link_datagram": link(11, 0, struct.pack("<IIIIB3xI", 1, 2, 0x1234, 0, 2, 16) + b"tenant".ljust(64, b"\0"),
+                              b"d" * 16),
+        "create_ah": packet(23, 6, ROUTER_AT + bytes(4)),
         "qp_memory": qp_memory(),
     }
     for name, data in seeds.items():

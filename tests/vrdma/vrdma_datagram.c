@@ -1,12 +1,15 @@
 /* Datagram (UD) QPs on libvrdma's C API, for the e2e tests: who may reach whom.
  *
  *   vrdma_datagram SOCKET listen FILE SECONDS  makes a datagram QP with Q_Key 0x1234 and 64
- *                                              receives, writes "QPN" to FILE, takes datagrams
+ *                                              receives, writes "QPN" and its router's address
+ *                                              (IP bytes in hex, port) to FILE, takes datagrams
  *                                              for SECONDS and prints "received N" and, for each
  *                                              sender QP, "from QPN"
  *   vrdma_datagram SOCKET send FILE N          sends N datagrams of 64 B to the QP in FILE with
  *                                              its Q_Key, N with another Q_Key and N to the next
- *                                              QP number; prints "sent ok=A failed=B"
+ *                                              QP number (through an address handle when FILE
+ *                                              names another router); prints "from QPN" and
+ *                                              "sent ok=A failed=B"
  *
  * Exit 0 unless the API itself misbehaved.
  */
@@ -45,7 +48,8 @@ static int post_recv(struct vrdma_qp* qp, struct vrdma_mr* mr, int slot) {
   return vrdma_post_recv(qp, &wr, &bad);
 }
 
-static int listen_for(struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file, double seconds) {
+static int listen_for(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file,
+                      double seconds) {
   struct vrdma_mr* mr = vrdma_alloc_mr(pd, kSlots * kSlot, VRDMA_ACCESS_LOCAL_WRITE);
   struct vrdma_qp* qp = mr ? datagram_qp(pd, cq) : NULL;
   if (!qp) return die("listen setup");
@@ -53,7 +57,11 @@ static int listen_for(struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file
     if (post_recv(qp, mr, i)) return die("post_recv");
   FILE* f = fopen(file, "w");
   if (!f) return 1;
-  fprintf(f, "%u\n", vrdma_qp_num(qp));
+  struct vrdma_router_address at;
+  vrdma_query_router(ctx, &at);
+  fprintf(f, "%u %u ", vrdma_qp_num(qp), (unsigned)at.port);
+  for (int i = 0; i < 16; ++i) fprintf(f, "%02x", at.ip[i]);
+  fprintf(f, "\n");
   fclose(f);
   long received = 0;
   uint32_t senders[16];
@@ -76,11 +84,18 @@ static int listen_for(struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file
   return 0;
 }
 
-static int send_to(struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file, long n) {
-  unsigned qpn = 0;
+static int send_to(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file, long n) {
+  unsigned qpn = 0, port = 0;
+  char hex[33] = {0};
   FILE* f = fopen(file, "r");
-  if (!f || fscanf(f, "%u", &qpn) != 1) return 1;
+  if (!f || fscanf(f, "%u %u %32s", &qpn, &port, hex) != 3) return 1;
   fclose(f);
+  struct vrdma_router_address there = {.port = (uint16_t)port}, here;
+  for (int i = 0; i < 16; ++i) sscanf(hex + 2 * i, "%2hhx", &there.ip[i]);
+  vrdma_query_router(ctx, &here);
+  struct vrdma_ah* ah = NULL;  /* another host's router: an address handle of it */
+  if ((here.port != there.port || memcmp(here.ip, there.ip, 16)) && !(ah = vrdma_create_ah(pd, &there)))
+    return die("create_ah");
   struct vrdma_mr* mr = vrdma_alloc_mr(pd, 64, VRDMA_ACCESS_LOCAL_WRITE);
   struct vrdma_qp* qp = mr ? datagram_qp(pd, cq) : NULL;
   if (!qp) return die("send setup");
@@ -98,6 +113,7 @@ static int send_to(struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file, l
       wr.send_flags = VRDMA_SEND_SIGNALED;
       wr.remote_qpn = to[kind].qpn;
       wr.remote_qkey = to[kind].qkey;
+      wr.remote_ah = ah;
       struct vrdma_send_wr* bad;
       if (vrdma_post_send(qp, &wr, &bad)) return die("post_send");
       struct vrdma_wc wc;
@@ -122,8 +138,8 @@ int main(int argc, char** argv) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 256) : NULL;
   if (!cq) return die("setup");
-  int rc = strcmp(argv[2], "listen") == 0 ? listen_for(pd, cq, argv[3], atof(argv[4]))
-                                          : send_to(pd, cq, argv[3], atol(argv[4]));
+  int rc = strcmp(argv[2], "listen") == 0 ? listen_for(ctx, pd, cq, argv[3], atof(argv[4]))
+                                          : send_to(ctx, pd, cq, argv[3], atol(argv[4]));
   vrdma_close(ctx);
   return rc;
 }

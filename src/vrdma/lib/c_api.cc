@@ -7,6 +7,7 @@
 #include <string>
 
 #include <vrdma/vrdma.h>
+#include "vrdma/lib/ah.hh"
 #include "vrdma/lib/context.hh"
 #include "vrdma/lib/cq.hh"
 #include "vrdma/lib/qp.hh"
@@ -286,6 +287,22 @@ uint32_t vrdma_srq_capacity(const vrdma_srq* srq) { return srq->impl->capacity()
 int vrdma_post_srq_recv(vrdma_srq* srq, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
   int r = srq->impl->post(wr, bad);
   return r ? set_error(r, "post_srq_recv: a work request was refused (bad_wr names it)") * -1 : 0;
+}
+
+vrdma_ah* vrdma_create_ah(vrdma_pd* pd, const vrdma_router_address* at) {
+  rb::vrdma::proto::RouterAddress a;
+  std::memcpy(a.ip, at->ip, sizeof a.ip);
+  a.port = at->port;
+  auto r = pd->ctx->impl->create_ah(a);
+  if (failed(r)) return nullptr;
+  return new (std::nothrow) vrdma_ah{pd->ctx->impl.get(), *r.value};
+}
+
+int vrdma_destroy_ah(vrdma_ah* ah) {
+  auto r = ah->ctx->destroy_ah(ah->id);
+  if (failed(r)) return -r.error.err;
+  delete ah;
+  return 0;
 }
 
 int vrdma_destroy_srq(vrdma_srq* srq) {

@@ -252,6 +252,20 @@ Call<bool> Context::destroy_srq(uint32_t srq) {
   return done(true);
 }
 
+Call<uint32_t> Context::create_ah(const proto::RouterAddress& at) {
+  proto::CreateAh req;
+  req.at = at;
+  auto a = ask(proto::Type::create_ah, req, proto::Type::handle);
+  if (!a.ok()) return fail<uint32_t>(a.error.err, a.error.message);
+  return done(a.value->msg.as<proto::Handle>().id);
+}
+
+Call<bool> Context::destroy_ah(uint32_t ah) {
+  auto a = ask(proto::Type::destroy_ah, proto::Handle{ah}, proto::Type::done);
+  if (!a.ok()) return fail<bool>(a.error.err, a.error.message);
+  return done(true);
+}
+
 Call<bool> Context::send_doorbell(uint32_t qp_num, int doorbell) {
   auto a = ask(proto::Type::send_doorbell, proto::Handle{qp_num}, proto::Type::done, doorbell);
   if (!a.ok()) return fail<bool>(a.error.err, a.error.message);

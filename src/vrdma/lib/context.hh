@@ -109,6 +109,8 @@ class Context {
   Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router, const proto::RouterAddress& peer_at);
   Call<Grant> grant(uint32_t qp_num, uint32_t key);
   Call<bool> destroy_qp(uint32_t qp_num);
+  Call<uint32_t> create_ah(const proto::RouterAddress& at);
+  Call<bool> destroy_ah(uint32_t ah);
 
   uint64_t router_id() const { return router_id_; }
   const proto::RouterAddress& router_at() const { return router_at_; }

@@ -14,6 +14,7 @@
 #include "vrdma/proto/copy.hh"
 #include "vrdma/lib/cq.hh"
 #include "vrdma/proto/qp_view.hh"
+#include "vrdma/lib/ah.hh"
 #include "vrdma/lib/srq.hh"
 
 namespace rb::vrdma {
@@ -460,7 +461,7 @@ int Qp::post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad) {
     e.wr_id = wr->wr_id;
     e.remote_addr = datagram() ? wr->remote_qpn : wr->remote_addr;
     e.compare_add = datagram() ? wr->remote_qkey : wr->compare_add;
-    e.swap = wr->swap;
+    e.swap = datagram() ? (wr->remote_ah ? wr->remote_ah->id : 0) : wr->swap;
     e.rkey = wr->rkey;
     e.imm = wr->imm_data;
     e.opcode = uint8_t(wr->opcode);

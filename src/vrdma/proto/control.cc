@@ -28,6 +28,8 @@ const char* type_name(Type t) {
     case Type::send_doorbell: return "send_doorbell";
     case Type::create_srq: return "create_srq";
     case Type::destroy_srq: return "destroy_srq";
+    case Type::create_ah: return "create_ah";
+    case Type::destroy_ah: return "destroy_ah";
   }
   return "unknown";
 }
@@ -54,8 +56,10 @@ std::optional<size_t> body_size(Type t) {
     case Type::granted: return sizeof(Granted);
     case Type::destroy_qp:
     case Type::destroy_srq:
+    case Type::destroy_ah:
     case Type::send_doorbell: return sizeof(Handle);
     case Type::create_srq: return sizeof(CreateSrq);
+    case Type::create_ah: return sizeof(CreateAh);
   }
   return std::nullopt;
 }

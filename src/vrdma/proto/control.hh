@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 7;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs
+constexpr uint16_t kVersion = 7;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs, address handles
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -43,6 +43,8 @@ enum class Type : uint16_t {
   send_doorbell, // client: Handle (the QP number) with its send CQ's eventfd; reply done
   create_srq,    // client: CreateSrq with the SRQ's ring (a memfd); reply Handle (the SRQ number)
   destroy_srq,   // client: Handle (the SRQ number); reply done
+  create_ah,     // client: CreateAh (another host's router); reply Handle (the address handle)
+  destroy_ah,    // client: Handle (the address handle); reply done
 };
 const char* type_name(Type t);
 
@@ -132,6 +134,12 @@ struct CreateSrq {
 struct QpCreated {
   uint32_t qp_num = 0;
 };
+// Where a datagram QP's SENDs that name this handle go: the router listening at `at`.
+struct CreateAh {
+  RouterAddress at;
+  uint32_t pad = 0;
+};
+static_assert(sizeof(CreateAh) == 24);
 struct ConnectQp {
   uint32_t qp_num = 0;       // the caller's
   uint32_t peer_qp_num = 0;  // from the peer's address; a datagram QP's: its Q_Key (it has no peer)

@@ -58,6 +58,7 @@ std::optional<size_t> link_body_size(LinkType t) {
     case LinkType::qp_gone: return sizeof(LinkQpGone);
     case LinkType::hello:
     case LinkType::hello_reply: return sizeof(LinkHello);
+    case LinkType::datagram: return sizeof(LinkDatagram);
   }
   return std::nullopt;
 }
@@ -90,6 +91,12 @@ std::optional<LinkMessage> parse_link(std::span<const uint8_t> packet, std::stri
     size_t inline_len = op.npieces ? 0 : op.len;
     if (op.npieces > kMaxSge || inline_len > kLinkInline || m.tail.size() != inline_len) {
       *why = fmt::format("link op: {} pieces, {} B inline in a tail of {} B", op.npieces, inline_len, m.tail.size());
+      return std::nullopt;
+    }
+  } else if (m.type() == LinkType::datagram) {  // a datagram's tail: its message
+    auto d = m.as<LinkDatagram>();
+    if (d.len > kLinkInline || m.tail.size() != d.len) {
+      *why = fmt::format("link datagram: {} B in a tail of {} B", d.len, m.tail.size());
       return std::nullopt;
     }
   } else if (!m.tail.empty()) {

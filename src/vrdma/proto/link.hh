@@ -21,7 +21,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kLinkMagic = 0x4b4c5256;  // "VRLK"
-constexpr uint16_t kLinkVersion = 3;  // 2: every message ends in a trailer (router/link_auth.hh); 3: 8 pieces an op
+constexpr uint16_t kLinkVersion = 4;  // 2: every message ends in a trailer (router/link_auth.hh); 3: 8 pieces an op; 4: datagrams
 constexpr uint32_t kLinkInline = 4096;         // payload an op carries itself; larger ones are pulled
 constexpr size_t kLinkMessage = 512 + kLinkInline;  // the largest link message
 
@@ -36,6 +36,7 @@ enum class LinkType : uint16_t {
   qp_gone,        // LinkQpGone: the QP is destroyed (or its owner died); yours is broken
   hello,          // LinkHello: a --peer link formed before the first QP needs it; reply hello_reply
   hello_reply,
+  datagram,       // LinkDatagram (+ the message): for a datagram QP of yours; no reply
 };
 
 std::string to_string(const RouterAddress& a);
@@ -104,9 +105,19 @@ struct LinkHello {
 struct LinkQpGone {
   uint32_t qp = 0, peer_qp = 0;
 };
+// A datagram QP's SEND to a datagram QP of another host: delivered there as one of that host's
+// would be (same tenant, that Q_Key, a receive posted) or dropped.
+struct LinkDatagram {
+  uint32_t from_qp = 0, to_qp = 0, qkey = 0, imm = 0;
+  uint8_t opcode = 0;  // VRDMA_WR_SEND or VRDMA_WR_SEND_WITH_IMM
+  uint8_t pad[3] = {};
+  uint32_t len = 0;    // the message that follows, at most kLinkInline
+  char tenant[kNameBytes] = {};  // the sender's tenant
+};
 
 // Explicit padding only: the layouts are the wire (tests/fuzz/make_seeds.py writes them too).
-static_assert(sizeof(LinkHeader) == 56 && sizeof(LinkOp) == 48 + 24 * kMaxSge && sizeof(LinkKey) == 40);
+static_assert(sizeof(LinkHeader) == 56 && sizeof(LinkOp) == 48 + 24 * kMaxSge && sizeof(LinkKey) == 40 &&
+              sizeof(LinkDatagram) == 24 + kNameBytes);
 
 std::optional<size_t> link_body_size(LinkType t);
 

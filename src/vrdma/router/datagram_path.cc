@@ -1,31 +1,44 @@
-// The datagram path: a datagram (UD) QP's SENDs, each to the QP it names on this host, moved by
-// the control thread (any datagram QP may fill any other's receives). UD promises no more than
-// this: a datagram arrives whole, after a routing header, or not at all. One that cannot arrive
-// (no such datagram QP of this tenant, another Q_Key, no receive posted, no room for the notice)
-// is dropped and its sender's completion says success, as a network would: so a sender learns
-// nothing of QPs it may not reach.
+// The datagram path: a datagram (UD) QP's SENDs, each to the QP it names, moved by the control
+// thread (any datagram QP may fill any other's receives, and the link to other hosts' routers is
+// the control thread's). UD promises no more than this: a datagram arrives whole, after a
+// routing header, or not at all. One that cannot arrive (no such datagram QP of this tenant,
+// another Q_Key, no receive posted, no room for the notice) is dropped and its sender's
+// completion says success, as a network would: so a sender learns nothing of QPs it may not
+// reach. A SEND that names an address handle goes to the router the handle names, as a link
+// message, and is delivered there by the same rules.
 #include <algorithm>
+#include <cerrno>
+
+#include <fmt/format.h>
 
 #include <vrdma/vrdma.h>
 
-#include "vrdma/proto/copy.hh"
 #include "vrdma/proto/gid.hh"
+#include "vrdma/proto/link.hh"
 #include "vrdma/router/data_path.hh"
 
 namespace rb::vrdma {
 namespace {
 
+struct Datagram {
+  const Piece* msg;
+  int n;
+  uint64_t len;
+  uint8_t opcode;
+  uint32_t imm, src_qp;
+  proto::Gid sgid, dgid;
+};
+
 // The routing header, then the message, into `to`'s next receive; false: dropped.
-bool deliver_datagram(const Session& them, QpEntry& to, const Piece* msg, int n, uint64_t len,
-                      const proto::SendEntry& e, uint32_t src_qp, const proto::Gid& gid) {
+bool deliver_datagram(const Session& them, QpEntry& to, const Datagram& d) {
   proto::RecvEntry r;
   if (to.view->arrivals.size() >= to.view->arrivals.capacity() || !next_receive(to, r)) return false;
   proto::Arrival a;
   a.recv_seq = r.seq;
-  a.kind = uint8_t(e.opcode == VRDMA_WR_SEND ? proto::ArrivalKind::send : proto::ArrivalKind::send_imm);
-  a.imm = e.imm;
-  a.src_qp = src_qp;
-  a.byte_len = uint32_t(len + proto::kGrhBytes);
+  a.kind = uint8_t(d.opcode == VRDMA_WR_SEND ? proto::ArrivalKind::send : proto::ArrivalKind::send_imm);
+  a.imm = d.imm;
+  a.src_qp = d.src_qp;
+  a.byte_len = uint32_t(d.len + proto::kGrhBytes);
   Piece dst[proto::kMaxSge];
   uint32_t nd = std::min(r.nsge, proto::kMaxSge);
   uint64_t room = 0;
@@ -38,27 +51,44 @@ bool deliver_datagram(const Session& them, QpEntry& to, const Piece* msg, int n,
   if (!a.status && room < a.byte_len) a.status = uint8_t(proto::ArrivalStatus::too_long);
   if (!a.status) {
     uint8_t grh[proto::kGrhBytes];
-    proto::write_grh(grh, gid, gid, uint32_t(len));  // sender and receiver share this router's GID
+    proto::write_grh(grh, d.sgid, d.dgid, uint32_t(d.len));
     Piece src[proto::kMaxSge + 1];
     src[0] = {grh, sizeof grh};
-    std::copy(msg, msg + n, src + 1);
-    copy_pieces(src, n + 1, dst, int(nd));
+    std::copy(d.msg, d.msg + d.n, src + 1);
+    copy_pieces(src, d.n + 1, dst, int(nd));
   }
   receive_ring(to).pop(r);
   to.view->arrivals.push(a);
   return true;
 }
 
+bool is_datagram_send(uint8_t op) { return op == VRDMA_WR_SEND || op == VRDMA_WR_SEND_WITH_IMM; }
+
 }  // namespace
 
-QpEntry* Router::datagram_target(const Session& from, uint32_t num, uint32_t qkey) {
+QpEntry* Router::datagram_target(const std::string& tenant, uint32_t num, uint32_t qkey) {
   auto it = qps_.find(num);
   if (it == qps_.end()) return nullptr;
   QpEntry& t = it->second;
   if (!(t.flags & proto::datagram) || !t.view || t.srq || t.qkey != qkey) return nullptr;
   auto owner = sessions_.find(t.owner);
-  if (owner == sessions_.end() || owner->second.tenant.name != from.tenant.name) return nullptr;
+  if (owner == sessions_.end() || owner->second.tenant.name != tenant) return nullptr;
   return &t;
+}
+
+bool Router::send_datagram(const Session& me, const QpEntry& q, const proto::SendEntry& e,
+                           const proto::RouterAddress& to, const Piece* msg, int n, uint64_t len) {
+  proto::LinkDatagram d;
+  d.from_qp = q.num;
+  d.to_qp = uint32_t(e.remote_addr);
+  d.qkey = uint32_t(e.compare_add);
+  d.imm = e.imm;
+  d.opcode = e.opcode;
+  d.len = uint32_t(len);
+  proto::put_text(d.tenant, sizeof d.tenant, me.tenant.name);
+  std::vector<uint8_t> payload(len);
+  copy_pieces(msg, n, std::array<Piece, 1>{Piece{payload.data(), len}}.data(), 1);
+  return link_send(to, proto::LinkType::datagram, 0, d, payload);
 }
 
 bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
@@ -77,6 +107,7 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
     int64_t now = now_ns();
     int status = VRDMA_WC_SUCCESS;
     uint32_t len = 0;
+    auto ah = me.ahs.find(uint32_t(e.swap));  // 0: this host
     if (q.header()->router_error.load(std::memory_order_acquire)) {
       status = VRDMA_WC_WR_FLUSH_ERR;
     } else {
@@ -88,15 +119,18 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
       Piece msg[proto::kMaxSge];
       int n = 0;
       uint64_t total = 0;
-      if (e.opcode != VRDMA_WR_SEND && e.opcode != VRDMA_WR_SEND_WITH_IMM) status = VRDMA_WC_LOC_QP_OP_ERR;
+      if (!is_datagram_send(e.opcode) || (e.swap && ah == me.ahs.end())) status = VRDMA_WC_LOC_QP_OP_ERR;
       else if (!gather_request(me, q.pd, e, 0, msg, n, total)) status = VRDMA_WC_LOC_PROT_ERR;
       else if (total > VRDMA_UD_MTU) status = VRDMA_WC_LOC_LEN_ERR;
       else {
         len = uint32_t(total);
-        QpEntry* to = e.remote_addr <= proto::kQpNumMask
-                          ? datagram_target(me, uint32_t(e.remote_addr), uint32_t(e.compare_add))
-                          : nullptr;
-        if (to && deliver_datagram(sessions_.at(to->owner), *to, msg, n, total, e, q.num, gid)) wake_recv(*to);
+        bool remote = e.swap && !(ah->second == opts_.listen);
+        QpEntry* to = remote || e.remote_addr > proto::kQpNumMask
+                          ? nullptr
+                          : datagram_target(me.tenant.name, uint32_t(e.remote_addr), uint32_t(e.compare_add));
+        if (remote) send_datagram(me, q, e, ah->second, msg, n, total);
+        else if (to && deliver_datagram(sessions_.at(to->owner), *to, {msg, n, total, e.opcode, e.imm, q.num, gid, gid}))
+          wake_recv(*to);
       }
       charge(u, q, me.tenant, now, len);
     }
@@ -105,6 +139,38 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
   }
   if (done) wake_send(q);
   return done > 0;
+}
+
+// Another host's datagram: checked as one of ours would be, by the tenant its router names
+// (routers holding the link key are trusted to name it truly).
+void Router::link_datagram(const proto::LinkMessage& m) {
+  auto d = m.as<proto::LinkDatagram>();
+  if (!is_datagram_send(d.opcode)) return;
+  QpEntry* to = datagram_target(proto::get_text(d.tenant, sizeof d.tenant), d.to_qp, d.qkey);
+  if (!to) return;
+  Piece msg{const_cast<uint8_t*>(m.tail.data()), m.tail.size()};
+  Datagram dg{&msg, 1, m.tail.size(), d.opcode, d.imm, d.from_qp,
+              proto::router_gid(m.h.from.ip, m.h.from.port), proto::router_gid(opts_.listen.ip, opts_.listen.port)};
+  if (deliver_datagram(sessions_.at(to->owner), *to, dg)) wake_recv(*to);
+}
+
+// An address handle names another host's router for a tenant's datagrams. Bounded per client;
+// a router with no --listen reaches no other host, and says so here rather than at each SEND.
+Router::Reply Router::create_ah(Session& s, const proto::Message& m) {
+  auto req = m.as<proto::CreateAh>();
+  if (!fabric_) return error(s, m, EXDEV, "this router has no --listen address: its datagrams reach this host only");
+  if (!req.at.port) return error(s, m, EINVAL, "an address handle names a router's --listen address and port");
+  if (s.ahs.size() >= Session::kMaxAhs)
+    return error(s, m, ENOMEM, fmt::format("this client holds {} address handles, the most it may", s.ahs.size()));
+  uint32_t id = s.next_ah++;
+  s.ahs.emplace(id, req.at);
+  return {proto::encode(proto::Type::handle, m.h.seq, proto::Handle{id})};
+}
+
+Router::Reply Router::destroy_ah(Session& s, const proto::Message& m) {
+  uint32_t id = m.as<proto::Handle>().id;
+  if (!s.ahs.erase(id)) return error(s, m, EINVAL, fmt::format("address handle {} is not one of this client's", id));
+  return {proto::encode(proto::Type::done, m.h.seq)};
 }
 
 }  // namespace rb::vrdma

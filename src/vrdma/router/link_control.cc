@@ -108,6 +108,7 @@ void Router::on_message(std::span<const uint8_t> bytes) {
     case LinkType::op_reply: return link_op_reply(*m);
     case LinkType::revoke: return link_revoke(*m);
     case LinkType::qp_gone: return link_qp_gone(*m);
+    case LinkType::datagram: return link_datagram(*m);
   }
 }
 

@@ -24,6 +24,7 @@
 #include "core/unique_fd.hh"
 #include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/proto/control.hh"
+#include "vrdma/proto/copy.hh"
 #include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/router/link_guard.hh"
@@ -189,6 +190,10 @@ struct Session {
   int64_t hello_by_ns = 0;  // dropped unless welcomed by then
   Tenant tenant;
   std::set<uint32_t> pds, qps, srqs;
+  // Address handles: where its datagram QPs' SENDs that name one go (another host's router).
+  static constexpr size_t kMaxAhs = 4096;
+  std::map<uint32_t, proto::RouterAddress> ahs;
+  uint32_t next_ah = 1;
   std::map<uint32_t, MemoryRegionEntry> mrs;  // by lkey
   // Each region's rkey to its lkey: the data path finds a region by rkey in one lookup (a walk
   // over 4,096 regions per request once held every tenant's turn 250 ms).
@@ -277,6 +282,8 @@ class Router final : private LinkSink {
   Reply destroy_qp(Session& s, const proto::Message& m);
   Reply create_srq(Session& s, const proto::Message& m, UniqueFd& mem);
   Reply destroy_srq(Session& s, const proto::Message& m);
+  Reply create_ah(Session& s, const proto::Message& m);
+  Reply destroy_ah(Session& s, const proto::Message& m);
   // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
   void revoke_grants_of(const Session& s);
   void release_qp(uint32_t num);
@@ -302,7 +309,10 @@ class Router final : private LinkSink {
   bool pump_datagrams(QpEntry& q, bool& deferred);
   // The datagram QP a SEND of `from` may reach: `num`, datagram, ready, of the same tenant, with
   // that Q_Key; else null (the datagram is dropped).
-  QpEntry* datagram_target(const Session& from, uint32_t num, uint32_t qkey);
+  QpEntry* datagram_target(const std::string& tenant, uint32_t num, uint32_t qkey);
+  // A datagram to another host's router, as a link message; false: it went nowhere.
+  bool send_datagram(const Session& me, const QpEntry& q, const proto::SendEntry& e, const proto::RouterAddress& to,
+                     const Piece* msg, int n, uint64_t len);
   // The peer QP `q` may reach, from the router's own records: q's peer, connected back to q (or
   // to nothing yet), of the same tenant; null when there is none (any more).
   QpEntry* connected_peer(QpEntry& q);
@@ -346,6 +356,7 @@ class Router final : private LinkSink {
   void link_op_reply(const proto::LinkMessage& m);
   void link_revoke(const proto::LinkMessage& m);
   void link_qp_gone(const proto::LinkMessage& m);
+  void link_datagram(const proto::LinkMessage& m);
   void link_hello(const proto::LinkMessage& m);
   void greet_peers();
   std::vector<LinkFigures> links_figures() const;

@@ -85,6 +85,7 @@ struct Srq {
 struct Ah {
   ibv_ah ah{};
   ibv_ah_attr attr{};
+  vrdma_ah* v = nullptr;  // another host's router; null: this host's
 };
 
 // A request built through the ibv_wr_* calls, kept until wr_complete posts the lot.

@@ -3,6 +3,8 @@
 // verbs_context), not through symbols: verbs.h's inline functions call them.
 #include <infiniband/verbs.h>
 
+#include <optional>
+
 #include <vrdma/vrdma.h>
 
 namespace rb::verbs {
@@ -27,11 +29,15 @@ Cq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* chann
 ibv_wc_status wc_status(int vrdma_status);
 unsigned wc_flags_of(const vrdma_wc& wc);  // IBV_WC_WITH_IMM, IBV_WC_GRH
 
-// A UD request's destination (ud.cc): the QP `qpn` behind `ah`, which must be on this host, and
-// its Q_Key (one with the high bit set means the QP's own, as verbs has it). False, said once a
-// process: an address handle of another host.
+// A UD request's destination (ud.cc): the QP `qpn` behind `ah` and its Q_Key (one with the high
+// bit set means the QP's own, as verbs has it). False: no address handle.
 struct Qp;
+struct Context;
 bool ud_destination(const Qp& q, ibv_ah* ah, uint32_t qpn, uint32_t qkey, vrdma_send_wr& out);
+
+// The router a peer's address names (address_handles.cc): all zero for this host's; nothing for
+// another host's link-local GID, which names no router to reach.
+std::optional<vrdma_router_address> router_of(const Context& c, const ibv_ah_attr& ah);
 
 // The table of them: sets every pointer a context carries (ops.cc).
 void install_context_ops(verbs_context& v);

@@ -86,21 +86,6 @@ ibv_qp* make_qp(ibv_pd* pd, const ibv_qp_init_attr_ex& a) {
   return &b;
 }
 
-// The router a peer's address names: ours when there is no GRH (a LID-only peer is on this host)
-// or its GID is one of ours; else the router listening at that GID on our router's port, as every
-// RoCE NIC listens on the same UDP port. Another host's link-local GID names no address to reach:
-// nothing (the caller says so).
-std::optional<vrdma_router_address> router_of(const Context& c, const ibv_ah_attr& ah) {
-  vrdma_router_address at{};
-  if (!ah.is_global) return at;
-  for (const auto& g : c.gids)
-    if (!std::memcmp(ah.grh.dgid.raw, g.raw, 16)) return at;
-  if (ah.grh.dgid.raw[0] == 0xfe && (ah.grh.dgid.raw[1] & 0xc0) == 0x80) return std::nullopt;
-  std::memcpy(at.ip, ah.grh.dgid.raw, 16);
-  at.port = c.router.port;
-  return at;
-}
-
 int connect(Qp& q, const ibv_qp_attr& attr, int mask) {
   if (!(mask & IBV_QP_AV) || !(mask & IBV_QP_DEST_QPN)) {
     say("modify_qp to RTR needs the peer's address and QP number (IBV_QP_AV, IBV_QP_DEST_QPN)");

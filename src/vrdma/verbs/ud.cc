@@ -1,9 +1,8 @@
-// Unreliable datagram addressing: where a UD request goes (an address handle on this host and a
-// QP number), and address handles made from a datagram's completion, as a server answers the
-// client that wrote to it. vrdma carries datagrams between QPs of one host's router.
+// Unreliable datagram addressing: where a UD request goes (an address handle and a QP number),
+// and address handles made from a datagram's completion, as a server answers the client that
+// wrote to it.
 #include <endian.h>
 
-#include <atomic>
 #include <cstring>
 
 #include "vrdma/verbs/export.hh"
@@ -25,14 +24,8 @@ int our_gid_index(const Context& c, const ibv_gid& gid) {
 }  // namespace
 
 bool ud_destination(const Qp& q, ibv_ah* ah, uint32_t qpn, uint32_t qkey, vrdma_send_wr& out) {
-  static std::atomic<bool> said{false};
   if (!ah) return false;
-  const ibv_ah_attr& a = ours<Ah>(ah)->attr;
-  if (a.is_global && our_gid_index(*q.ctx, a.grh.dgid) < 0) {
-    if (!said.exchange(true))
-      say("post_send: a UD request to another host's GID; vrdma carries datagrams between QPs on one host");
-    return false;
-  }
+  out.remote_ah = ours<Ah>(ah)->v;
   out.remote_qpn = qpn;
   out.remote_qkey = qkey & kUseQpQkey ? q.attr.qkey : qkey;
   return true;

@@ -86,6 +86,7 @@ char *vrdma_router_stats_json(struct vrdma_context *ctx);
 struct vrdma_cq;
 struct vrdma_qp;
 struct vrdma_srq;
+struct vrdma_ah;
 
 enum { VRDMA_MAX_SGE = 8, VRDMA_ADDRESS_BYTES = 40 };
 /* A datagram QP's messages: at most VRDMA_UD_MTU bytes each; a receive gets VRDMA_GRH_BYTES of
@@ -125,8 +126,9 @@ struct vrdma_send_wr {
   uint32_t rkey;
   uint64_t compare_add;     /* fetch-add: the addend; compare-swap: the expected value */
   uint64_t swap;            /* compare-swap: the new value */
-  uint32_t remote_qpn;      /* a datagram QP's SEND: the QP it goes to, on this host */
+  uint32_t remote_qpn;      /* a datagram QP's SEND: the QP it goes to */
   uint32_t remote_qkey;     /* and that QP's Q_Key (a datagram with another is dropped) */
+  struct vrdma_ah *remote_ah; /* where that QP is: NULL for this host, else another host's router */
 };
 
 struct vrdma_recv_wr {
@@ -209,7 +211,7 @@ enum vrdma_qp_flags {
    * back. Without it they are flushed as soon as the peer is gone, so a receiver learns at once. */
   VRDMA_QP_KEEP_RECVS = 8,
   /* An unreliable datagram QP (verbs' UD): connected to no peer, each SEND names the QP it goes
-   * to (remote_qpn, remote_qkey) of the same tenant on this host, and carries at most
+   * to (remote_qpn, remote_qkey, remote_ah) of the same tenant, and carries at most
    * VRDMA_UD_MTU bytes. A datagram that finds no such QP, another Q_Key, no receive posted or no
    * room is dropped, and the sender's completion says success, as on a network: the sender
    * learns nothing of QPs it may not reach. SENDs only; always on the router path. */
@@ -255,6 +257,11 @@ int vrdma_query_router(const struct vrdma_context *ctx, struct vrdma_router_addr
  * is its address or all zero), for callers that know a peer by router address and QP number
  * rather than by its address blob (verbs: a GID and a QPN). */
 int vrdma_connect_qp_at(struct vrdma_qp *qp, const struct vrdma_router_address *at, uint32_t peer_qp_num);
+/* An address handle: another host's router, at the address its vrdma_query_router gives, for
+ * datagram QPs' SENDs to QPs of that host (remote_ah). EXDEV when this context's router has no
+ * --listen address, so reaches no other host. */
+struct vrdma_ah *vrdma_create_ah(struct vrdma_pd *pd, const struct vrdma_router_address *at);
+int vrdma_destroy_ah(struct vrdma_ah *ah);
 /* Makes a datagram QP ready to send and receive, with `qkey` its Q_Key (verbs: modify_qp to
  * RTS); again to change the Q_Key. EINVAL on a QP made without VRDMA_QP_DATAGRAM. */
 int vrdma_ud_ready(struct vrdma_qp *qp, uint32_t qkey);
