@@ -86,6 +86,18 @@ class SpscRing {
     return true;
   }
   // Consumer side: drops up to n slots unread in one step; how many it dropped.
+  // For a ring with several consumers (an SRQ's: its QPs' peers, on the direct path, and the
+  // router): takes the next slot with a compare-and-swap of the head, so each slot goes to one
+  // consumer. Every consumer of such a ring claims; none pops. The slot is read before the swap:
+  // the producer rewrites it only after the head has passed it, and then the swap fails.
+  bool claim(T& v) {
+    uint64_t hd = h_->head.load(std::memory_order_acquire);
+    while (takeable(hd)) {
+      v = slots_[mask_.slot(hd)];
+      if (h_->head.compare_exchange_weak(hd, hd + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+    }
+    return false;
+  }
   uint64_t skip(uint64_t n) {
     uint64_t hd = h_->head.load(std::memory_order_relaxed);
     uint64_t k = std::min(n, takeable(hd));

@@ -236,5 +236,33 @@ TEST_F(SpscRingAttach, ATailPastTheCapacityGivesTheConsumerNothing) {
   EXPECT_EQ(v, 7u);
 }
 
+// An SRQ's ring: one producer, several consumers that claim. Every item is taken exactly once,
+// whichever consumer gets it.
+TEST(SpscRing, ClaimingConsumersTakeEachItemOnce) {
+  AlignedBuffer mem(SpscRing<uint64_t>::bytes_for(64));
+  auto ring = SpscRing<uint64_t>::create(span_of(mem), 64);
+  ASSERT_TRUE(bool(ring));
+  constexpr uint64_t kItems = 200000;
+  std::vector<uint8_t> seen(kItems, 0);
+  std::atomic<uint64_t> taken{0};
+  auto consume = [&] {
+    auto view = SpscRing<uint64_t>::attach(span_of(mem));
+    uint64_t v;
+    while (taken.load() < kItems)
+      if (view->claim(v)) {
+        ++seen[v];  // each index is written by the one consumer that claimed it
+        taken.fetch_add(1);
+      }
+  };
+  std::thread a(consume), b(consume);
+  for (uint64_t i = 0; i < kItems;)
+    if (ring->push(i)) ++i;
+  a.join();
+  b.join();
+  EXPECT_EQ(taken.load(), kItems);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), std::ptrdiff_t(kItems));
+  EXPECT_TRUE(ring->empty());
+}
+
 }  // namespace
 }  // namespace rb

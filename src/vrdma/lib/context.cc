@@ -278,7 +278,8 @@ Call<Connected> Context::connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t 
   if (!a.ok()) return fail<Connected>(a.error.err, a.error.message);
   if (!a.value->fd) return fail<Connected>(EIO, "vrdma router connected a QP without the peer's queue memory");
   auto q = a.value->msg.as<proto::QpConnected>();
-  return done(Connected{std::move(a.value->fd), std::move(a.value->fd2), q.peer_mem_len, q.router_path != 0});
+  return done(Connected{std::move(a.value->fd), std::move(a.value->fd2), q.peer_mem_len, q.router_path != 0,
+                        q.peer_srq_len});
 }
 
 Call<Grant> Context::grant(uint32_t qp_num, uint32_t key) {
@@ -290,6 +291,15 @@ Call<Grant> Context::grant(uint32_t qp_num, uint32_t key) {
   auto m = Mapping::map(a.value->fd.get(), g.map_len, true, g.offset);
   if (!m) return fail<Grant>(ENOMEM, m.status().message());
   return done(Grant{g.va, g.len, g.access, std::move(*m), g.first});
+}
+
+Call<Mapping> Context::peer_srq(uint32_t qp_num, uint64_t len) {
+  auto a = ask(proto::Type::peer_srq, proto::Handle{qp_num}, proto::Type::done);
+  if (!a.ok()) return fail<Mapping>(a.error.err, a.error.message);
+  if (!a.value->fd) return fail<Mapping>(EIO, "vrdma router gave the peer's SRQ without its memory");
+  auto m = Mapping::map(a.value->fd.get(), len);
+  if (!m) return fail<Mapping>(ENOMEM, m.status().message());
+  return done(std::move(*m));
 }
 
 Call<bool> Context::destroy_qp(uint32_t qp_num) {

@@ -80,6 +80,7 @@ struct Connected {
   UniqueFd mem, doorbell;  // doorbell: the peer's recv CQ eventfd, absent if it has none
   uint64_t len = 0;
   bool router_path = false;  // then `mem` is the router's kick eventfd and there is no doorbell
+  uint64_t peer_srq_len = 0;  // the peer's receives come from its SRQ, this much memory (peer_srq)
 };
 
 class Context {
@@ -108,6 +109,8 @@ class Context {
   Call<bool> send_doorbell(uint32_t qp_num, int doorbell);
   Call<Connected> connect_qp(uint32_t qp_num, uint32_t peer_qp, uint64_t peer_router, const proto::RouterAddress& peer_at);
   Call<Grant> grant(uint32_t qp_num, uint32_t key);
+  // The SRQ the connected peer's receives come from (direct path): its memory, mapped.
+  Call<Mapping> peer_srq(uint32_t qp_num, uint64_t len);
   Call<bool> destroy_qp(uint32_t qp_num);
   Call<uint32_t> create_ah(const proto::RouterAddress& at);
   Call<bool> destroy_ah(uint32_t ah);

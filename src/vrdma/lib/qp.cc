@@ -203,9 +203,35 @@ Call<bool> Qp::connect_to(uint32_t peer, uint64_t router, const proto::RouterAdd
   peer_flags_ = h->flags;
   peer_mem_.emplace(std::move(*m));
   peer_doorbell_ = std::move(got.value->doorbell);
+  if (got.value->peer_srq_len) {
+    if (auto s = map_peer_srq(got.value->peer_srq_len); !s.ok()) return s;
+  }
   connected_ = true;
   c.value = true;
   return c;
+}
+
+Call<bool> Qp::map_peer_srq(uint64_t len) {
+  auto m = ctx_.peer_srq(num_, len);
+  if (!m.ok()) return {std::nullopt, m.error};
+  // The peer laid it out: attach checks its header against what we mapped.
+  auto ring = SpscRing<proto::RecvEntry>::attach(m.value->bytes());
+  Call<bool> c;
+  if (!ring) {
+    c.error = {EPROTO, "the peer's SRQ is not a ring of receives: " + ring.status().message()};
+    return c;
+  }
+  peer_srq_mem_.emplace(std::move(*m.value));
+  peer_srq_.emplace(*ring);
+  c.value = true;
+  return c;
+}
+
+// The peer's next receive: claimed from its SRQ, or popped from its own ring (skipping, and
+// answering false for, one its owner withdrew).
+bool Qp::take_peer_receive(proto::RecvEntry& e) {
+  if (peer_srq_) return peer_srq_->claim(e);
+  return peer_recvs_->pop(e) && e.seq >= peer_hdr_->withdrawn_below.load(std::memory_order_acquire);
 }
 
 bool Qp::recvs_orphaned() const {
@@ -376,8 +402,7 @@ Qp::Outcome Qp::deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32
   proto::RecvEntry e;
   if (!with_data && (peer_flags_ & proto::imm_without_recv)) return announce(wr, write_len);
   auto deadline = Clock::now() + kRnrTimeout;
-  for (int spins = 0; !peer_recvs_->pop(e) || e.seq < peer_hdr_->withdrawn_below.load(std::memory_order_acquire);
-       ++spins) {
+  for (int spins = 0; !take_peer_receive(e); ++spins) {
     if (peer_broken()) return {VRDMA_WC_REM_OP_ERR, 0};
     if (spins % 64 == 63) {
       if (Clock::now() > deadline) return {VRDMA_WC_RNR_RETRY_EXC_ERR, 0};

@@ -113,6 +113,12 @@ class Qp {
   UniqueFd peer_doorbell_;   // the peer's recv CQ eventfd: written when it sleeps on an arrival
   void ring_peer();  // read once at connect: the peer cannot change our behaviour later
   std::optional<SpscRing<proto::RecvEntry>> peer_recvs_;
+  // A peer whose receives come from its SRQ: that SRQ's ring, which every sender to its QPs (and
+  // the router) claims from.
+  std::optional<Mapping> peer_srq_mem_;
+  std::optional<SpscRing<proto::RecvEntry>> peer_srq_;
+  bool take_peer_receive(proto::RecvEntry& e);
+  Call<bool> map_peer_srq(uint64_t len);
   std::optional<SpscRing<proto::Arrival>> peer_arrivals_;
   struct Posted {
     uint64_t seq, wr_id;

@@ -1,8 +1,9 @@
 #pragma once
 // A shared receive queue: the receives the SENDs to any of its QPs take, in the order posted.
-// The ring lives in shared memory the router maps; the router's control thread is its one
-// consumer, so every QP made with it takes the router path. Each arrival names the receive it
-// used by number, and the QP that got it reports the completion.
+// The ring lives in shared memory the router maps and hands to its QPs' peers on the direct path;
+// every sender (those peers' libraries, the router) claims a receive with a compare-and-swap of
+// the head. Each arrival names the receive it used by number, and the QP that got it reports
+// the completion.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,7 +48,7 @@ class Srq {
   Context& ctx_;
   uint32_t pd_, num_ = 0;
   SharedMemory mem_;
-  std::optional<SpscRing<proto::RecvEntry>> ring_;  // we produce, the router consumes
+  std::optional<SpscRing<proto::RecvEntry>> ring_;  // we produce; senders claim
   std::mutex mu_;
   std::unordered_map<uint64_t, uint64_t> outstanding_;  // seq -> wr_id
   uint64_t next_seq_ = 0;

@@ -30,6 +30,7 @@ const char* type_name(Type t) {
     case Type::destroy_srq: return "destroy_srq";
     case Type::create_ah: return "create_ah";
     case Type::destroy_ah: return "destroy_ah";
+    case Type::peer_srq: return "peer_srq";
   }
   return "unknown";
 }
@@ -57,6 +58,7 @@ std::optional<size_t> body_size(Type t) {
     case Type::destroy_qp:
     case Type::destroy_srq:
     case Type::destroy_ah:
+    case Type::peer_srq:
     case Type::send_doorbell: return sizeof(Handle);
     case Type::create_srq: return sizeof(CreateSrq);
     case Type::create_ah: return sizeof(CreateAh);

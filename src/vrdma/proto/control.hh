@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 7;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs, address handles
+constexpr uint16_t kVersion = 7;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs, address handles, SRQs on the direct path
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -45,6 +45,7 @@ enum class Type : uint16_t {
   destroy_srq,   // client: Handle (the SRQ number); reply done
   create_ah,     // client: CreateAh (another host's router); reply Handle (the address handle)
   destroy_ah,    // client: Handle (the address handle); reply done
+  peer_srq,      // client: Handle (its QP, connected on the direct path); reply done with the peer's SRQ memfd
 };
 const char* type_name(Type t);
 
@@ -151,7 +152,8 @@ static_assert(sizeof(ConnectQp) == 40);
 struct QpConnected {
   uint64_t peer_mem_len = 0;  // direct path: map this much of the descriptor (the peer QP's memory)
   uint32_t router_path = 0;   // 1: the router moves the bytes; the descriptor is its kick eventfd
-  uint32_t pad = 0;
+  uint32_t peer_srq_len = 0;  // direct path, a peer whose receives come from its SRQ: that SRQ's
+                              // memory, asked for with peer_srq (its ring has several consumers)
 };
 // Direct path: a mapping of a region of the connected peer QP's PD, named by its rkey (for
 // WRITE, READ, atomics) or its lkey (a receive buffer a SEND fills).

@@ -186,18 +186,16 @@ class Mover {
     if (unbound) {
       a.no_recv = 1;
     } else {
-      // An SRQ's receive is shared by all its QPs' senders: a SEND that takes turns claims it at
-      // its first byte (else another SEND would fill it between turns). A QP's own receive has
-      // one sender, whose requests go in order: it is taken at the last byte.
+      // An SRQ's receive is shared by all its QPs' senders (and their peers' libraries on the
+      // direct path): a SEND claims it at its first byte (else another SEND would fill it between
+      // turns). A QP's own receive has one sender, whose requests go in order: it is taken at the
+      // last byte.
       bool claimed = q_.claimed_recv.has_value();
       if (claimed) recv_ = *q_.claimed_recv;
-      else if (!next_receive()) return rnr();
+      else if (peer_.srq ? !peer_.srq->ring->claim(recv_) : !next_receive()) return rnr();
       peer_.rnr_since_ns = 0;
       a.recv_seq = recv_.seq;
-      if (peer_.srq && !claimed) {
-        receive_ring(peer_).pop(recv_);
-        q_.claimed_recv = recv_;
-      }
+      if (peer_.srq && !claimed) q_.claimed_recv = recv_;
       if (with_data && fill(a, o)) return o;  // more of it next turn
       if (!peer_.srq) receive_ring(peer_).pop(recv_);
       q_.claimed_recv.reset();

@@ -73,10 +73,9 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
   if (peer->second.peer && peer->second.peer != req.qp_num)
     return error(s, m, EISCONN, fmt::format("QP {:#x} is connected to another QP", req.peer_qp_num));
   // The router path where the tenant's config asks for it, where its rates are limited (QoS is
-  // enforced there) or where either QP asked; both sides of a connection take the same one.
-  // A QP with an SRQ takes it too: the SRQ's one consumer is the router's control thread.
-  bool routed = !s.tenant.direct || s.tenant.rate_limited() || ((mine.flags | peer->second.flags) & proto::router_path) ||
-                mine.srq || peer->second.srq;
+  // enforced there) or where either QP asked; both sides of a connection take the same one. A
+  // QP with an SRQ may take either: the SRQ's consumers (peers' libraries, the router) claim.
+  bool routed = !s.tenant.direct || s.tenant.rate_limited() || ((mine.flags | peer->second.flags) & proto::router_path);
   if (peer->second.peer == req.qp_num && peer->second.router_path != routed)
     return error(s, m, EINVAL, fmt::format("QP {:#x} connected on the {} path; both sides of a connection take the same path",
                                           req.peer_qp_num, peer->second.router_path ? "router" : "direct"));
@@ -95,7 +94,9 @@ Router::Reply Router::connect_qp(Session& s, const proto::Message& m) {
     return {proto::encode(Type::qp_connected, m.h.seq, c), mine.kick.get()};
   }
   mine.peer = req.peer_qp_num;
-  return {proto::encode(Type::qp_connected, m.h.seq, proto::QpConnected{peer->second.len}), peer->second.fd.get(),
+  proto::QpConnected c{peer->second.len};
+  if (peer->second.srq) c.peer_srq_len = uint32_t(peer->second.srq->len);
+  return {proto::encode(Type::qp_connected, m.h.seq, c), peer->second.fd.get(),
           peer->second.doorbell ? peer->second.doorbell.get() : -1};
 }
 
@@ -177,6 +178,19 @@ Router::Reply Router::grant(Session& s, const proto::Message& m) {
   return error(s, m, EACCES, fmt::format("key {:#x} names no region of the peer QP's PD", req.key));
 }
 
+// The SRQ the connected peer's receives come from, for a QP on the direct path: from the router's
+// own records, as a grant is (connected back, same tenant).
+Router::Reply Router::peer_srq(Session& s, const proto::Message& m) {
+  uint32_t num = m.as<proto::Handle>().id;
+  if (!s.qps.count(num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", num));
+  QpEntry& mine = qps_.at(num);
+  if (mine.router_path) return error(s, m, EPERM, "a QP on the router path is granted no mappings");
+  QpEntry* peer = connected_peer(mine);
+  if (!peer) return error(s, m, ENOTCONN, "the QP is not connected");
+  if (!peer->srq) return error(s, m, ENOENT, "the peer QP's receives are its own, not an SRQ's");
+  return {proto::encode(Type::done, m.h.seq), peer->srq->fd.get()};
+}
+
 Router::Reply Router::destroy_qp(Session& s, const proto::Message& m) {
   uint32_t num = m.as<proto::Handle>().id;
   if (!s.qps.count(num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", num));
@@ -241,6 +255,7 @@ Router::Reply Router::create_srq(Session& s, const proto::Message& m, UniqueFd& 
   e->owner = s.id;
   e->mem.emplace(std::move(*map));
   e->ring.emplace(*ring);
+  e->fd = std::move(fd);
   e->len = req.mem_len;
   srqs_.emplace(e->num, e);
   s.srqs.insert(e->num);

@@ -152,15 +152,15 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
   bool needs_recv = op.opcode != VRDMA_WR_RDMA_WRITE &&
                     !(op.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM && (q.flags & proto::imm_without_recv));
   if (needs_recv) {
-    if (!next_receive(q, recv)) {
+    // An SRQ's receive is claimed now: the ops of its other QPs (and their peers' libraries, on
+    // the direct path) may take the next ones before this one ends.
+    if (q.srq ? !q.srq->ring->claim(recv) : !next_receive(q, recv)) {
       if (now_ns() - in.since_ns > kRnrNs) return done(VRDMA_WC_RNR_RETRY_EXC_ERR);
       deferred_ = true;
       return false;
     }
     in.uses_recv = true;
     in.arrival.recv_seq = recv.seq;
-    // An SRQ's receive is taken now: the ops of its other QPs may start before this one ends.
-    if (q.srq) q.srq->ring->pop(recv);
   } else {
     in.arrival.no_recv = 1;
   }

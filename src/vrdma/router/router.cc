@@ -399,6 +399,7 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
     case Type::destroy_srq: return destroy_srq(s, m);
     case Type::create_ah: return create_ah(s, m);
     case Type::destroy_ah: return destroy_ah(s, m);
+    case Type::peer_srq: return peer_srq(s, m);
     case Type::stats: {
       // A tenant sees its own row; root and the config's admin_uids see every tenant and the links.
       // The answer travels in one packet: what does not fit is counted, not shown.

@@ -147,8 +147,9 @@ struct RemoteQp {
 // (every QP made with it, and its peer, stay on that thread).
 struct SrqEntry {
   uint32_t num = 0, pd = 0, owner = 0;
+  UniqueFd fd;  // its memory, for its QPs' peers on the direct path
   std::optional<Mapping> mem;
-  std::optional<SpscRing<proto::RecvEntry>> ring;
+  std::optional<SpscRing<proto::RecvEntry>> ring;  // several consume it: every one claims
   uint32_t users = 0;  // QPs made with it
   uint64_t len = 0;    // its memory, counted in its tenant's ring_bytes
 };
@@ -283,6 +284,7 @@ class Router final : private LinkSink {
   Reply create_srq(Session& s, const proto::Message& m, UniqueFd& mem);
   Reply destroy_srq(Session& s, const proto::Message& m);
   Reply create_ah(Session& s, const proto::Message& m);
+  Reply peer_srq(Session& s, const proto::Message& m);
   Reply destroy_ah(Session& s, const proto::Message& m);
   // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
   void revoke_grants_of(const Session& s);

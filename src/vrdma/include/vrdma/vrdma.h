@@ -231,8 +231,9 @@ struct vrdma_qp_init_attr {
 /* ---- Shared receive queues ----
  * The receives that SENDs (and writes with immediate data) to any QP made with the SRQ take, in
  * the order they were posted; each completes on the recv CQ of the QP that got the message, with
- * that QP's number. The QPs of an SRQ, and their peers, take the router path. A QP in error does
- * not flush the SRQ's receives. */
+ * that QP's number. The QPs of an SRQ take either path: the SRQ's receives go to whichever sender
+ * claims one first (their peers' libraries on the direct path, the router on its path). A QP in
+ * error does not flush the SRQ's receives. */
 struct vrdma_srq *vrdma_create_srq(struct vrdma_pd *pd, uint32_t max_wr);
 /* How many receives it holds (max_wr rounded up to a power of two). */
 uint32_t vrdma_srq_capacity(const struct vrdma_srq *srq);
