@@ -111,6 +111,38 @@ def test_a_datagram_from_another_host_reaches_only_its_own_tenants_qps(linked_ro
 
 
 @as_root
+def test_datagrams_to_a_router_that_is_not_there_hold_no_memory(linked_routers, world):
+    """Probe 8 D1: datagrams through an address handle naming a router nobody runs (a closed
+    port) were queued without bound: the router grew by 650 MB in 20 s and kept it, and other
+    tenants stalled. A datagram goes only while the link keeps up, else it is dropped."""
+    a, _ = linked_routers
+    nowhere = world / "nowhere.txt"  # QP 1 at ::ffff:127.0.0.1, port 9 (discard: nobody listens)
+    nowhere.write_text("1 9 00000000000000000000ffff7f000001\n")
+    ping = start_ping(a.sock, 6)
+    before = rss_kib(a.proc.pid)
+    p = run([DATAGRAM, a.sock, "send", str(nowhere), "40000", "4096"], user=NOBODY, timeout=120)
+    grown = rss_kib(a.proc.pid) - before
+    assert p.returncode == 0 and "sent ok=120000 failed=0" in p.stdout, p.stdout + p.stderr
+    assert grown < 32 * 1024, f"the router grew by {grown} KiB for 120,000 datagrams to nowhere"
+    assert_served(ping_result(ping))
+
+
+@pytest.mark.parametrize("where", ["one router", "two routers"])
+def test_a_connected_qp_cannot_connect_to_a_datagram_qp(router, linked_routers, world, where):
+    """Probe 8 D3: across hosts an RC QP's connect to a UD QP (of its tenant) was accepted, and
+    every op then failed with a misleading status; on one router it was refused. Both refuse."""
+    a, b = linked_routers
+    qpn = world / "qpn.txt"
+    listener = subprocess.Popen([DATAGRAM, a.sock, "listen", str(qpn), "3"], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not (qpn.exists() and qpn.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    p = run([DATAGRAM, a.sock if where == "one router" else b.sock, "rc-to", str(qpn), "0"], timeout=30)
+    listener.communicate(timeout=30)
+    assert p.returncode == 0 and "connect errno=22" in p.stdout, p.stdout + p.stderr
+
+
+@as_root
 def test_an_unknown_opcode_fails_and_is_never_carried_out(router):
     """A request with opcode 99 written straight into the send ring (laid out as a compare-and-swap
     on the tenant's own region) completes with a local QP operation error; the QP then flushes."""

@@ -81,6 +81,15 @@ TEST(VrdmaTenants, AbsentLimitsAreTheDefaultsAndZeroIsUnlimited) {
   EXPECT_EQ(t->of_uid(2)->max_qps, 0u);
 }
 
+// Across hosts a tenant is its name, and "uid-N" is a router's own name for uid N (probe 8 D4).
+TEST(VrdmaTenants, ANameOfTheRoutersOwnUidFormIsRefused) {
+  auto t = Tenants::parse("[[tenant]]\nname=\"uid-1001\"\nuids=[65534]\n", "--config c.toml");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.status().message().find("uid-1001"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("choose another name"), std::string::npos) << t.status().message();
+  EXPECT_TRUE(Tenants::parse("[[tenant]]\nname=\"uids\"\nuids=[1]\n", "--config c.toml"));
+}
+
 TEST(VrdmaTenants, SubordinateUidsParseAsShadowUtilsWritesThem) {
   auto uid_of = [](const std::string& name) -> std::optional<uint32_t> {
     if (name == "alice") return 1000u;

@@ -5,11 +5,14 @@
  *                                              (IP bytes in hex, port) to FILE, takes datagrams
  *                                              for SECONDS and prints "received N" and, for each
  *                                              sender QP, "from QPN"
- *   vrdma_datagram SOCKET send FILE N          sends N datagrams of 64 B to the QP in FILE with
+ *   vrdma_datagram SOCKET send FILE N [BYTES]  sends N datagrams of 64 B (or BYTES) to the QP in FILE with
  *                                              its Q_Key, N with another Q_Key and N to the next
  *                                              QP number (through an address handle when FILE
  *                                              names another router); prints "from QPN" and
  *                                              "sent ok=A failed=B"
+ *   vrdma_datagram SOCKET rc-to FILE 0         connects an RC QP to the datagram QP in FILE (at
+ *                                              its router, on this host or another); prints
+ *                                              "connect errno=E" (0: it connected)
  *
  * Exit 0 unless the API itself misbehaved.
  */
@@ -84,19 +87,41 @@ static int listen_for(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrd
   return 0;
 }
 
-static int send_to(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file, long n) {
-  unsigned qpn = 0, port = 0;
+/* The datagram QP and router a listener wrote to FILE. */
+static int read_listener(const char* file, unsigned* qpn, struct vrdma_router_address* at) {
+  unsigned port = 0;
   char hex[33] = {0};
   FILE* f = fopen(file, "r");
-  if (!f || fscanf(f, "%u %u %32s", &qpn, &port, hex) != 3) return 1;
+  if (!f || fscanf(f, "%u %u %32s", qpn, &port, hex) != 3) return -1;
   fclose(f);
-  struct vrdma_router_address there = {.port = (uint16_t)port}, here;
-  for (int i = 0; i < 16; ++i) sscanf(hex + 2 * i, "%2hhx", &there.ip[i]);
+  memset(at, 0, sizeof *at);
+  at->port = (uint16_t)port;
+  for (int i = 0; i < 16; ++i) sscanf(hex + 2 * i, "%2hhx", &at->ip[i]);
+  return 0;
+}
+
+static int rc_to(struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file) {
+  unsigned qpn;
+  struct vrdma_router_address at;
+  if (read_listener(file, &qpn, &at)) return 1;
+  struct vrdma_qp_init_attr attr = {cq, cq, 4, 4, 0, 1, 0, NULL};
+  struct vrdma_qp* qp = vrdma_create_qp(pd, &attr);
+  if (!qp) return die("create_qp");
+  int r = vrdma_connect_qp_at(qp, &at, qpn);
+  printf("connect errno=%d\n", r < 0 ? -r : 0);
+  return 0;
+}
+
+static int send_to(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_cq* cq, const char* file, long n,
+                   uint32_t bytes) {
+  unsigned qpn = 0;
+  struct vrdma_router_address there, here;
+  if (read_listener(file, &qpn, &there)) return 1;
   vrdma_query_router(ctx, &here);
   struct vrdma_ah* ah = NULL;  /* another host's router: an address handle of it */
   if ((here.port != there.port || memcmp(here.ip, there.ip, 16)) && !(ah = vrdma_create_ah(pd, &there)))
     return die("create_ah");
-  struct vrdma_mr* mr = vrdma_alloc_mr(pd, 64, VRDMA_ACCESS_LOCAL_WRITE);
+  struct vrdma_mr* mr = vrdma_alloc_mr(pd, VRDMA_UD_MTU, VRDMA_ACCESS_LOCAL_WRITE);
   struct vrdma_qp* qp = mr ? datagram_qp(pd, cq) : NULL;
   if (!qp) return die("send setup");
   printf("from %u\n", vrdma_qp_num(qp));
@@ -104,7 +129,7 @@ static int send_to(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_
   struct { uint32_t qpn, qkey; } to[3] = {{qpn, kQkey}, {qpn, kQkey + 1}, {(qpn + 1) & 0xffffff, kQkey}};
   for (int kind = 0; kind < 3; ++kind) {
     for (long i = 0; i < n; ++i) {
-      struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, 64, mr->lkey};
+      struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, bytes, mr->lkey};
       struct vrdma_send_wr wr = {0};
       wr.wr_id = (uint64_t)i;
       wr.sg_list = &sge;
@@ -138,8 +163,10 @@ int main(int argc, char** argv) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 256) : NULL;
   if (!cq) return die("setup");
-  int rc = strcmp(argv[2], "listen") == 0 ? listen_for(ctx, pd, cq, argv[3], atof(argv[4]))
-                                          : send_to(ctx, pd, cq, argv[3], atol(argv[4]));
+  int rc = strcmp(argv[2], "listen") == 0  ? listen_for(ctx, pd, cq, argv[3], atof(argv[4]))
+           : strcmp(argv[2], "rc-to") == 0 ? rc_to(pd, cq, argv[3])
+                                           : send_to(ctx, pd, cq, argv[3], atol(argv[4]),
+                                                     argc > 5 ? (uint32_t)atoi(argv[5]) : 64);
   vrdma_close(ctx);
   return rc;
 }

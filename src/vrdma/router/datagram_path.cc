@@ -78,6 +78,11 @@ QpEntry* Router::datagram_target(const std::string& tenant, uint32_t num, uint32
 
 bool Router::send_datagram(const Session& me, const QpEntry& q, const proto::SendEntry& e,
                            const proto::RouterAddress& to, const Piece* msg, int n, uint64_t len) {
+  // A datagram's sender is answered at once, so nothing holds a tenant back but this: datagrams
+  // go only while the link keeps up (none waits for the provider, a few hundred at most in
+  // flight), else they are dropped as a full network drops them. Queued without bound, a flood
+  // of them held the router's memory and delayed every tenant's requests to that router.
+  if (fabric_->posts_waiting() || fabric_->in_flight() >= kDatagramsInFlight) return false;
   proto::LinkDatagram d;
   d.from_qp = q.num;
   d.to_qp = uint32_t(e.remote_addr);

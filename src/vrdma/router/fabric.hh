@@ -63,6 +63,8 @@ class Fabric {
   virtual Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) = 0;
   // Posts wait for the provider: poll() again soon.
   virtual bool posts_waiting() const = 0;
+  // Sends and RMAs posted (or waiting to be) and not yet completed.
+  virtual size_t in_flight() const = 0;
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   virtual Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,

@@ -36,7 +36,8 @@ bool Router::link_send(const proto::RouterAddress& to, LinkType t, uint64_t req,
   auth_.seal(bytes, to);
   Status st = fabric_->send(to, bytes, *this);
   if (!st) {
-    log(fmt::format("router {}: {}", proto::to_string(to), st.message()));
+    // Limited: a tenant's datagrams may name any address, and each would say it again.
+    log_limited("link send", fmt::format("router {}: {}", proto::to_string(to), st.message()));
     on_send_failed(to);
   }
   return bool(st);
@@ -119,6 +120,10 @@ void Router::link_connect(const proto::LinkMessage& m) {
   if (q == qps_.end() || sessions_.at(q->second.owner).tenant.name != proto::get_text(c.tenant, sizeof c.tenant)) {
     st.err = ENOENT;  // another tenant's QP is as good as a wrong number
     proto::put_text(st.message, sizeof st.message, fmt::format("no QP {:#x} at router {}", c.to_qp, proto::to_string(opts_.listen)));
+  } else if (q->second.flags & proto::datagram) {  // as on one host (probe 8 D3: accepted, then every op failed)
+    st.err = EINVAL;
+    proto::put_text(st.message, sizeof st.message,
+                    fmt::format("QP {:#x} is a datagram QP: a connected QP cannot connect to it", c.to_qp));
   } else if (q->second.peer && !(q->second.remote && q->second.peer == c.from_qp &&
                                  q->second.remote->peer_router == m.h.from_router)) {
     st.err = EISCONN;

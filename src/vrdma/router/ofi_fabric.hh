@@ -65,6 +65,7 @@ class OfiFabric final : public Fabric {
   Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) override;
   // Posts wait for the provider: poll() again soon.
   bool posts_waiting() const override { return !waiting_.empty(); }
+  size_t in_flight() const override { return in_flight_.size(); }
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,

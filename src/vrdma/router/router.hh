@@ -312,7 +312,8 @@ class Router final : private LinkSink {
   // The datagram QP a SEND of `from` may reach: `num`, datagram, ready, of the same tenant, with
   // that Q_Key; else null (the datagram is dropped).
   QpEntry* datagram_target(const std::string& tenant, uint32_t num, uint32_t qkey);
-  // A datagram to another host's router, as a link message; false: it went nowhere.
+  // A datagram to another host's router, as a link message; false: it went nowhere (dropped).
+  static constexpr size_t kDatagramsInFlight = 256;
   bool send_datagram(const Session& me, const QpEntry& q, const proto::SendEntry& e, const proto::RouterAddress& to,
                      const Piece* msg, int n, uint64_t len);
   // The peer QP `q` may reach, from the router's own records: q's peer, connected back to q (or

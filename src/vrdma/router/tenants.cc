@@ -62,6 +62,12 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const T
   auto name = t["name"].value<std::string>();
   if (!name || name->empty() || name->size() >= 64)
     return bad(where + ".name", "must be a non-empty string of at most 63 characters");
+  // Across hosts a tenant is its name: "uid-N" is what a router with no [[tenant]] for uid N
+  // calls it, so a configured one of that form would be that uid's tenant on other hosts
+  // (probe 8 D4: a config's "uid-1001" for uid 65534 took uid 1001's datagrams elsewhere).
+  if (name->rfind("uid-", 0) == 0)
+    return bad(where + ".name", fmt::format("\"{}\": names beginning \"uid-\" are the routers' own for uids no tenant "
+                                            "lists; choose another name", *name));
   out.name = *name;
   const toml::array* uids = t["uids"].as_array();
   if (!uids || uids->empty()) return bad(where + ".uids", "must be a non-empty list of uids, e.g. uids = [1000]");
