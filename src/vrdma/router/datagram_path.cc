@@ -78,11 +78,6 @@ QpEntry* Router::datagram_target(const std::string& tenant, uint32_t num, uint32
 
 bool Router::send_datagram(const Session& me, const QpEntry& q, const proto::SendEntry& e,
                            const proto::RouterAddress& to, const Piece* msg, int n, uint64_t len) {
-  // A datagram's sender is answered at once, so nothing holds a tenant back but this: datagrams
-  // go only while the link keeps up (none waits for the provider, a few hundred at most in
-  // flight), else they are dropped as a full network drops them. Queued without bound, a flood
-  // of them held the router's memory and delayed every tenant's requests to that router.
-  if (fabric_->posts_waiting() || fabric_->in_flight() >= kDatagramsInFlight) return false;
   proto::LinkDatagram d;
   d.from_qp = q.num;
   d.to_qp = uint32_t(e.remote_addr);
@@ -94,6 +89,23 @@ bool Router::send_datagram(const Session& me, const QpEntry& q, const proto::Sen
   std::vector<uint8_t> payload(len);
   copy_pieces(msg, n, std::array<Piece, 1>{Piece{payload.data(), len}}.data(), 1);
   return link_send(to, proto::LinkType::datagram, 0, d, payload);
+}
+
+// A datagram's sender is answered as soon as it goes, so what holds a tenant back is the link:
+// a datagram to another host goes while that router has fewer than kDatagramsInFlight of our
+// messages in flight and all routers together fewer than kSendsInFlight; else it waits at the
+// head of its QP's ring, as a NIC's send queue waits for a busy link (perftest -c UD counts
+// every datagram) -- unless a message to that router failed lately: then it is dropped, as a
+// network drops what goes to a host that is down, and the QP's datagrams to others go on.
+// Queued in the router without bound, a flood to a router nobody runs held 650 MB and stalled
+// every tenant.
+bool Router::link_busy(const proto::RouterAddress& to) const {
+  return fabric_->sends_in_flight(to) >= kDatagramsInFlight || fabric_->sends_in_flight() >= kSendsInFlight;
+}
+
+bool Router::failed_lately(const proto::RouterAddress& to) const {
+  auto f = send_failed_ns_.find(proto::to_string(to));
+  return f != send_failed_ns_.end() && now_ns() - f->second < kFailedLatelyNs;
 }
 
 bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
@@ -113,7 +125,17 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
     int status = VRDMA_WC_SUCCESS;
     uint32_t len = 0;
     auto ah = me.ahs.find(uint32_t(e.swap));  // 0: this host
-    if (q.header()->router_error.load(std::memory_order_acquire)) {
+    bool remote = e.swap && ah != me.ahs.end() && !(ah->second == opts_.listen);
+    bool flushing = q.header()->router_error.load(std::memory_order_acquire) != 0;
+    bool lost = false;  // to a router that is down: dropped
+    if (!flushing && remote && link_busy(ah->second)) {
+      lost = failed_lately(ah->second);
+      if (!lost) {
+        deferred = q.waiting = true;
+        break;
+      }
+    }
+    if (flushing) {
       status = VRDMA_WC_WR_FLUSH_ERR;
     } else {
       if (!tokens_ready(u, q, me.tenant, now)) {
@@ -129,11 +151,10 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
       else if (total > VRDMA_UD_MTU) status = VRDMA_WC_LOC_LEN_ERR;
       else {
         len = uint32_t(total);
-        bool remote = e.swap && !(ah->second == opts_.listen);
         QpEntry* to = remote || e.remote_addr > proto::kQpNumMask
                           ? nullptr
                           : datagram_target(me.tenant.name, uint32_t(e.remote_addr), uint32_t(e.compare_add));
-        if (remote) send_datagram(me, q, e, ah->second, msg, n, total);
+        if (remote && !lost) send_datagram(me, q, e, ah->second, msg, n, total);
         else if (to && deliver_datagram(sessions_.at(to->owner), *to, {msg, n, total, e.opcode, e.imm, q.num, gid, gid}))
           wake_recv(*to);
       }

@@ -63,8 +63,9 @@ class Fabric {
   virtual Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) = 0;
   // Posts wait for the provider: poll() again soon.
   virtual bool posts_waiting() const = 0;
-  // Sends and RMAs posted (or waiting to be) and not yet completed.
-  virtual size_t in_flight() const = 0;
+  // Messages sent (or waiting to be) and not yet completed: to `to`, and to every router.
+  virtual size_t sends_in_flight(const proto::RouterAddress& to) const = 0;
+  virtual size_t sends_in_flight() const = 0;
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   virtual Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,

@@ -285,6 +285,8 @@ std::vector<LinkFigures> Router::links_figures() const {
 }
 
 void Router::on_send_failed(const proto::RouterAddress& to) {
+  if (send_failed_ns_.size() >= kMaxPeers) send_failed_ns_.clear();  // addresses a tenant names: bounded
+  send_failed_ns_[proto::to_string(to)] = now_ns();
   if (auto p = peers_.find(proto::to_string(to)); p != peers_.end()) p->second.unreachable = true;
   for (auto& [n, q] : qps_)
     if (q.remote && q.remote->peer_at == to) break_qp(q);

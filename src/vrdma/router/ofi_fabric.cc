@@ -48,6 +48,7 @@ struct OfiFabric::Context {
   uint64_t cookie = 0;          // rma
   std::vector<std::shared_ptr<const void>> pins;  // rma: the local memory it reads or writes
   proto::RouterAddress to;      // send: for on_send_failed
+  uint64_t dest = 0;            // send: the peer's fi_addr_t, for its count of sends in flight
   // rma: what the post names, kept here so that a post that waits can be made later
   iovec iov[proto::kMaxSge] = {};
   void* desc[proto::kMaxSge] = {};
@@ -192,6 +193,7 @@ void OfiFabric::deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkS
     auto it = in_flight_.find(c);
     if (it == in_flight_.end()) return;
     auto owned = std::move(it->second);
+    forget(owned.get());
     in_flight_.erase(it);
     if (owned->kind == Context::send && ok) return;
     if (owned->group) {
@@ -254,6 +256,7 @@ Status OfiFabric::post_or_wait(uint64_t peer, Context* c, const char* what, std:
     ssize_t rc = post();
     if (rc == 0) return {};
     if (rc != -FI_EAGAIN) {
+      forget(c);
       in_flight_.erase(c);
       return Status(Errc::io, fmt::format("{}: {}", what, fi_error(int(rc))));
     }
@@ -280,6 +283,20 @@ void OfiFabric::post_waiting(LinkSink& sink) {
   }
 }
 
+void OfiFabric::forget(Context* c) {
+  if (c->kind != Context::send) return;
+  --sends_;
+  if (auto n = sends_to_.find(c->dest); n != sends_to_.end() && --n->second == 0) sends_to_.erase(n);
+}
+
+size_t OfiFabric::sends_in_flight(const proto::RouterAddress& to) const {
+  std::vector<uint8_t> k(reinterpret_cast<const uint8_t*>(&to), reinterpret_cast<const uint8_t*>(&to) + sizeof to);
+  auto a = addrs_.find(k);
+  if (a == addrs_.end()) return 0;
+  auto n = sends_to_.find(a->second);
+  return n == sends_to_.end() ? 0 : n->second;
+}
+
 Status OfiFabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();
@@ -287,8 +304,11 @@ Status OfiFabric::send(const proto::RouterAddress& to, std::span<const uint8_t> 
   c->kind = Context::send;
   c->bytes.assign(bytes.begin(), bytes.end());
   c->to = to;
+  c->dest = *fa;
   Context* raw = c.get();
   in_flight_.emplace(raw, std::move(c));
+  ++sends_to_[*fa];
+  ++sends_;
   fid_ep* ep = ep_;
   fi_addr_t dest = *fa;
   return post_or_wait(dest, raw, "fi_send",

@@ -65,7 +65,8 @@ class OfiFabric final : public Fabric {
   Status send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink& sink) override;
   // Posts wait for the provider: poll() again soon.
   bool posts_waiting() const override { return !waiting_.empty(); }
-  size_t in_flight() const override { return in_flight_.size(); }
+  size_t sends_in_flight(const proto::RouterAddress& to) const override;
+  size_t sends_in_flight() const override { return sends_; }
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
@@ -118,6 +119,9 @@ class OfiFabric final : public Fabric {
   std::vector<Event> backlog_;  // completions read while a handler ran
   bool reading_ = false;        // a handler is running
   std::map<uint64_t, std::deque<Waiting>> waiting_;  // by peer (fi_addr_t)
+  std::map<uint64_t, size_t> sends_to_;  // sends in flight, by peer (fi_addr_t)
+  size_t sends_ = 0;
+  void forget(Context* c);  // a send or RMA completed or failed: out of in_flight_
 };
 
 }  // namespace rb::vrdma

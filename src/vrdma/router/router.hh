@@ -313,7 +313,12 @@ class Router final : private LinkSink {
   // that Q_Key; else null (the datagram is dropped).
   QpEntry* datagram_target(const std::string& tenant, uint32_t num, uint32_t qkey);
   // A datagram to another host's router, as a link message; false: it went nowhere (dropped).
-  static constexpr size_t kDatagramsInFlight = 256;
+  // It goes only while the link is not busy (see link_busy).
+  static constexpr size_t kDatagramsInFlight = 256, kSendsInFlight = 2048;
+  static constexpr int64_t kFailedLatelyNs = 10'000'000'000;
+  bool link_busy(const proto::RouterAddress& to) const;
+  bool failed_lately(const proto::RouterAddress& to) const;  // a message to it failed in the last 10 s
+  std::unordered_map<std::string, int64_t> send_failed_ns_;  // by router address; at most kMaxPeers
   bool send_datagram(const Session& me, const QpEntry& q, const proto::SendEntry& e, const proto::RouterAddress& to,
                      const Piece* msg, int n, uint64_t len);
   // The peer QP `q` may reach, from the router's own records: q's peer, connected back to q (or
