@@ -110,21 +110,109 @@ def test_a_datagram_from_another_host_reaches_only_its_own_tenants_qps(linked_ro
     datagrams_reach_only_their_tenant(a.sock, b.sock, world / "qpn.txt")
 
 
+def listen_port(r):
+    return int(r.proc.args[r.proc.args.index("--listen") + 1].rsplit(":", 1)[1])
+
+
+def loopback_qp_file(path, port, qpn=1):
+    """A QP's address as vrdma_datagram reads it: QPN, port, and ::ffff:127.0.0.1 in hex."""
+    path.write_text(f"{qpn} {port} 00000000000000000000ffff7f000001\n")
+    return str(path)
+
+
 @as_root
-def test_datagrams_to_a_router_that_is_not_there_hold_no_memory(linked_routers, world):
+def test_datagrams_to_a_router_that_is_gone_hold_no_memory(linked_routers, world):
     """Probe 8 D1: datagrams through an address handle naming a router nobody runs (a closed
     port) were queued without bound: the router grew by 650 MB in 20 s and kept it, and other
-    tenants stalled. A datagram goes only while the link keeps up, else it is dropped."""
-    a, _ = linked_routers
-    nowhere = world / "nowhere.txt"  # QP 1 at ::ffff:127.0.0.1, port 9 (discard: nobody listens)
-    nowhere.write_text("1 9 00000000000000000000ffff7f000001\n")
+    tenants stalled. An address handle is now made only for a router that has proven the key, so
+    here the router proves it and then stops: a datagram goes only while the link keeps up, else
+    it is dropped."""
+    a, b = linked_routers
+    gone = loopback_qp_file(world / "gone.txt", listen_port(b))
+    first = run([DATAGRAM, a.sock, "send", gone, "1"], user=NOBODY, timeout=30)
+    assert first.returncode == 0, first.stdout + first.stderr
+    b.stop()
     ping = start_ping(a.sock, 6)
     before = rss_kib(a.proc.pid)
-    p = run([DATAGRAM, a.sock, "send", str(nowhere), "40000", "4096"], user=NOBODY, timeout=120)
+    p = run([DATAGRAM, a.sock, "send", gone, "40000", "4096"], user=NOBODY, timeout=120)
     grown = rss_kib(a.proc.pid) - before
     assert p.returncode == 0 and "sent ok=120000 failed=0" in p.stdout, p.stdout + p.stderr
-    assert grown < 32 * 1024, f"the router grew by {grown} KiB for 120,000 datagrams to nowhere"
+    assert grown < 32 * 1024, f"the router grew by {grown} KiB for 120,000 datagrams to a router that is gone"
     assert_served(ping_result(ping))
+
+
+class CountingListeners:
+    """TCP listeners on loopback that are not routers: they count the connections they are given."""
+
+    def __init__(self, count):
+        self.socks = []
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            s.listen(64)
+            s.setblocking(False)
+            self.socks.append(s)
+        self.ports = [s.getsockname()[1] for s in self.socks]
+        self.accepted = [0] * count
+        self.held = []
+
+    def take(self):
+        for i, s in enumerate(self.socks):
+            while True:
+                try:
+                    conn, _ = s.accept()
+                except BlockingIOError:
+                    break
+                self.accepted[i] += 1
+                self.held.append(conn)
+        return self.accepted
+
+    def close(self):
+        for s in self.socks + self.held:
+            s.close()
+
+
+@as_root
+def test_a_tenant_cannot_aim_its_router_at_addresses_that_are_not_routers(linked_routers, world):
+    """Probe 9 lead: an address handle (or a QP's peer) may name any address, and the router
+    connected there for the tenant: 20 tenants' processes at once made it open connections to
+    20 ports of services that are not routers. Now an address gets one greeting until it proves
+    the key, a few at a time (4 per uid), is not greeted again for 10 s, and every such request
+    fails alike: 'did not answer within 800 ms'."""
+    a, _ = linked_routers
+    ears = CountingListeners(20)
+    try:
+        files = [loopback_qp_file(world / f"p{i}.txt", port) for i, port in enumerate(ears.ports)]
+        procs = [subprocess.Popen([DATAGRAM, a.sock, "send", f, "1"], preexec_fn=as_nobody_holding(64),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in files]
+        outs = [p.communicate(timeout=30) for p in procs]
+        time.sleep(0.5)
+        greeted = sum(1 for n in ears.take() if n)
+        assert 1 <= greeted <= 4, f"the router connected to {greeted} of 20 addresses that are not routers"
+        assert all(p.returncode == 1 for p in procs), outs
+        assert all("create_ah" in err for _, err in outs), outs
+        again = [run([DATAGRAM, a.sock, "send", files[0], "1"], user=NOBODY, timeout=30) for _ in range(5)]
+        again.append(run([DATAGRAM, a.sock, "rc-to", files[0], "0"], user=NOBODY, timeout=30))
+        time.sleep(0.5)
+        assert ears.take()[0] <= 1, f"{ears.accepted[0]} connections to one address that is not a router"
+        assert "did not prove the cluster's key" in again[0].stderr, again[0].stderr
+        assert "connect errno=" in again[-1].stdout and "connect errno=0" not in again[-1].stdout, again[-1].stdout
+    finally:
+        ears.close()
+
+
+@as_root
+def test_link_networks_bound_where_a_tenant_may_send(router, world, free_port):
+    """[router] link_networks: a tenant's address handles and QP peers must lie inside them."""
+    cfg = cluster_config(world) + 'link_networks = ["10.99.0.0/16", "fd00::/8"]\n'
+    r = router(cfg, extra=["--listen", f"127.0.0.1:{free_port}"])
+    outside = loopback_qp_file(world / "outside.txt", free_port + 1)
+    p = run([DATAGRAM, r.sock, "send", outside, "1"], user=NOBODY, timeout=30)
+    assert p.returncode == 1 and "outside the config's [router] link_networks" in p.stderr, p.stderr
+    bad = world / "bad.toml"
+    bad.write_text(cluster_config(world) + 'link_networks = ["10.99.0.1/16"]\n')
+    refused = run([VRDMAD, "--socket", str(world / "never.sock"), "--config", str(bad)], timeout=10)
+    assert refused.returncode == 2 and "link_networks" in refused.stderr and "host bits" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("where", ["one router", "two routers"])

@@ -88,5 +88,36 @@ TEST(VrdmaLink, RouterAddressesAreNumericHostAndPort) {
   }
 }
 
+TEST(VrdmaLink, RouterNetworksHoldTheirAddressesOnly) {
+  std::string why;
+  auto at = [&](const char* s) { return *parse_router_address(s, &why); };
+  auto net16 = parse_router_network("10.1.0.0/16", &why);
+  ASSERT_TRUE(net16) << why;
+  EXPECT_EQ(to_string(*net16), "10.1.0.0/16");
+  EXPECT_TRUE(net16->contains(at("10.1.255.7:7480")));
+  EXPECT_FALSE(net16->contains(at("10.2.0.1:7480")));
+  EXPECT_FALSE(net16->contains(at("[::1]:7480")));
+  auto odd = parse_router_network("10.0.0.128/25", &why);
+  ASSERT_TRUE(odd) << why;
+  EXPECT_TRUE(odd->contains(at("10.0.0.200:1")));
+  EXPECT_FALSE(odd->contains(at("10.0.0.127:1")));
+  auto one = parse_router_network("127.0.0.1", &why);
+  ASSERT_TRUE(one) << why;
+  EXPECT_EQ(to_string(*one), "127.0.0.1/32");
+  EXPECT_FALSE(one->contains(at("127.0.0.2:1")));
+  auto v6 = parse_router_network("fd00::/8", &why);
+  ASSERT_TRUE(v6) << why;
+  EXPECT_TRUE(v6->contains(at("[fd12::1]:7480")));
+  EXPECT_FALSE(v6->contains(at("10.1.0.1:7480")));
+  auto all = parse_router_network("0.0.0.0/0", &why);
+  ASSERT_TRUE(all) << why;
+  EXPECT_TRUE(all->contains(at("192.168.1.1:1")));
+  EXPECT_FALSE(all->contains(at("[fd12::1]:1")));  // IPv4's everything is not IPv6's
+  for (const char* bad : {"10.1.0.1/16", "10.1.0.0/33", "fd00::/129", "host/8", "10.1.0.0/", "10.1.0.0/x"}) {
+    EXPECT_FALSE(parse_router_network(bad, &why)) << bad;
+    EXPECT_NE(why.find(bad), std::string::npos) << why;
+  }
+}
+
 }  // namespace
 }  // namespace rb::vrdma::proto

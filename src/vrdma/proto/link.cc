@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -44,6 +45,59 @@ std::optional<RouterAddress> parse_router_address(const std::string& s, std::str
   if (inet_pton(AF_INET6, host.c_str(), a.ip) == 1) return a;
   *why = fmt::format("{}: host {} is not a numeric IPv4 or IPv6 address", s, host);
   return std::nullopt;
+}
+
+bool RouterNetwork::contains(const RouterAddress& a) const {
+  int whole = prefix / 8, bits = prefix % 8;
+  if (std::memcmp(ip, a.ip, size_t(whole)) != 0) return false;
+  if (!bits) return true;
+  uint8_t mask = uint8_t(0xff << (8 - bits));
+  return (ip[whole] & mask) == (a.ip[whole] & mask);
+}
+
+std::string to_string(const RouterNetwork& n) {
+  RouterAddress a;
+  std::memcpy(a.ip, n.ip, sizeof a.ip);
+  std::string host = to_string(a);
+  host = host.substr(0, host.rfind(':'));
+  bool v4 = host.front() != '[';
+  if (!v4) host = host.substr(1, host.size() - 2);
+  return fmt::format("{}/{}", host, v4 ? n.prefix - 96 : n.prefix);
+}
+
+std::optional<RouterNetwork> parse_router_network(const std::string& s, std::string* why) {
+  auto slash = s.find('/');
+  std::string host = s.substr(0, slash);
+  RouterNetwork n;
+  in_addr v4{};
+  int most = 128;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    n.ip[10] = n.ip[11] = 0xff;
+    std::memcpy(n.ip + 12, &v4, 4);
+    most = 32;
+  } else if (inet_pton(AF_INET6, host.c_str(), n.ip) != 1) {
+    *why = fmt::format("{}: give a numeric network, e.g. 10.1.0.0/16 or fd00::/8", s);
+    return std::nullopt;
+  }
+  int prefix = most;
+  if (slash != std::string::npos) {
+    char* end = nullptr;
+    std::string bits = s.substr(slash + 1);
+    long p = std::strtol(bits.c_str(), &end, 10);
+    if (bits.empty() || *end || p < 0 || p > most) {
+      *why = fmt::format("{}: the prefix length {} is not 0 to {}", s, bits, most);
+      return std::nullopt;
+    }
+    prefix = int(p);
+  }
+  n.prefix = prefix + (128 - most);
+  RouterNetwork whole = n;
+  for (int b = n.prefix; b < 128; ++b) whole.ip[b / 8] &= uint8_t(~(0x80 >> (b % 8)));
+  if (std::memcmp(whole.ip, n.ip, sizeof n.ip) != 0) {
+    *why = fmt::format("{}: host bits are set past /{} (did you mean {}?)", s, prefix, to_string(whole));
+    return std::nullopt;
+  }
+  return n;
 }
 
 std::optional<size_t> link_body_size(LinkType t) {

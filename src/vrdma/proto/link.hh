@@ -43,6 +43,17 @@ std::string to_string(const RouterAddress& a);
 // "HOST:PORT" or "[V6]:PORT" with a numeric host; nullopt and a reason otherwise.
 std::optional<RouterAddress> parse_router_address(const std::string& s, std::string* why);
 
+// A network routers may be in: "10.1.0.0/16", "fd00::/8" or one address ("10.1.0.7" is /32). An
+// IPv4 network is kept as its IPv4-mapped IPv6 form, as addresses are.
+struct RouterNetwork {
+  uint8_t ip[16] = {};
+  int prefix = 128;
+  bool contains(const RouterAddress& a) const;
+};
+std::string to_string(const RouterNetwork& n);
+// nullopt and a reason naming the text and the form it should have.
+std::optional<RouterNetwork> parse_router_network(const std::string& s, std::string* why);
+
 struct LinkHeader {
   uint32_t magic = kLinkMagic;
   uint16_t version = kLinkVersion;

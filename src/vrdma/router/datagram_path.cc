@@ -182,12 +182,26 @@ void Router::link_datagram(const proto::LinkMessage& m) {
 
 // An address handle names another host's router for a tenant's datagrams. Bounded per client;
 // a router with no --listen reaches no other host, and says so here rather than at each SEND.
+// It is made once that router has proven the cluster's key (link_reach.cc), so a tenant's
+// datagrams go to routers only; until then the client's call waits, as create_ah waits for a
+// NIC's address resolution.
 Router::Reply Router::create_ah(Session& s, const proto::Message& m) {
   auto req = m.as<proto::CreateAh>();
   if (!fabric_) return error(s, m, EXDEV, "this router has no --listen address: its datagrams reach this host only");
   if (!req.at.port) return error(s, m, EINVAL, "an address handle names a router's --listen address and port");
   if (s.ahs.size() >= Session::kMaxAhs)
     return error(s, m, ENOMEM, fmt::format("this client holds {} address handles, the most it may", s.ahs.size()));
+  int err = 0;
+  std::string why;
+  Reach r = req.at == opts_.listen ? Reach::ready : reach(s, req.at, &err, &why);
+  if (r == Reach::refused) return error(s, m, err, why);
+  if (r == Reach::probing) {
+    connects_[next_req_++] = {PendingConnect::address_handle, false, s.id, m.h.seq, 0, 0, 0, req.at,
+                              std::chrono::steady_clock::now() + std::chrono::milliseconds(800)};
+    Reply later;
+    later.later = true;
+    return later;
+  }
   uint32_t id = s.next_ah++;
   s.ahs.emplace(id, req.at);
   return {proto::encode(proto::Type::handle, m.h.seq, proto::Handle{id})};

@@ -66,6 +66,10 @@ class Fabric {
   // Messages sent (or waiting to be) and not yet completed: to `to`, and to every router.
   virtual size_t sends_in_flight(const proto::RouterAddress& to) const = 0;
   virtual size_t sends_in_flight() const = 0;
+  // The address is no router's (it never proved the key): its entry and connection go, unless
+  // something to it is still in flight (false: try again later). So addresses a tenant names
+  // cannot grow the fabric.
+  virtual bool forget_address(const proto::RouterAddress& to) = 0;
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   virtual Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,

@@ -53,16 +53,27 @@ Router::Reply Router::connect_remote(Session& s, const proto::Message& m, const 
     if (pc.qp == req.qp_num) return error(s, m, EALREADY, "the QP's connect to another host is under way");
   auto v = view_qp(mine.mem.bytes());
   if (!v) return error(s, m, EINVAL, v.status().message());
+  int err = 0;
+  std::string why;
+  Reach reach_it = reach(s, req.peer_at, &err, &why);
+  if (reach_it == Reach::refused) return error(s, m, err, why);
   uint64_t id = next_req_++;
-  proto::LinkConnect c{req.qp_num, req.peer_qp_num};
-  proto::put_text(c.tenant, sizeof c.tenant, s.tenant.name);
-  if (!link_send(req.peer_at, LinkType::connect, id, c))
+  PendingConnect pc{PendingConnect::connect, false, s.id, m.h.seq, req.qp_num, req.peer_qp_num, req.peer_router,
+                    req.peer_at, std::chrono::steady_clock::now() + kConnectBound};
+  if (reach_it == Reach::ready && !send_connect(id, pc, s.tenant.name))
     return error(s, m, EHOSTUNREACH, fmt::format("router {} cannot be reached", proto::to_string(req.peer_at)));
-  connects_[id] = {s.id, m.h.seq, req.qp_num, req.peer_qp_num, req.peer_router, req.peer_at,
-                   std::chrono::steady_clock::now() + kConnectBound};
+  connects_[id] = pc;
   Reply r;
   r.later = true;
   return r;
+}
+
+// Asks the router at pc.peer_at to connect our QP to its QP; its answer comes as connect_reply.
+bool Router::send_connect(uint64_t id, PendingConnect& pc, const std::string& tenant) {
+  proto::LinkConnect c{pc.qp, pc.peer_qp};
+  proto::put_text(c.tenant, sizeof c.tenant, tenant);
+  pc.sent = link_send(pc.peer_at, LinkType::connect, id, c);
+  return pc.sent;
 }
 
 void Router::expire_connects() {
@@ -74,6 +85,7 @@ void Router::expire_connects() {
     }
     PendingConnect pc = it->second;
     it = connects_.erase(it);
+    // The same answer whether the connect went or its address never proved the key.
     if (auto s = sessions_.find(pc.session); s != sessions_.end()) {
       proto::Message m;
       m.h.seq = pc.seq;
@@ -134,7 +146,8 @@ void Router::link_connect(const proto::LinkMessage& m) {
 
 void Router::link_connected(const proto::LinkMessage& m) {
   auto it = connects_.find(m.h.req);
-  if (it == connects_.end()) return;  // expired: the client has its answer
+  if (it == connects_.end() || !it->second.sent || !(it->second.peer_at == m.h.from))
+    return;  // expired (the client has its answer), or not asked of that router
   PendingConnect pc = it->second;
   connects_.erase(it);
   auto s = sessions_.find(pc.session);
@@ -257,6 +270,7 @@ void Router::note_peer(const proto::LinkMessage& m) {
   p.router_id = m.h.from_router;
   p.unreachable = false;
   p.heard = std::chrono::steady_clock::now();
+  if (!probes_.empty() || !connects_.empty()) on_proven(m.h.from);
 }
 
 void Router::link_hello(const proto::LinkMessage& m) {

@@ -297,6 +297,18 @@ size_t OfiFabric::sends_in_flight(const proto::RouterAddress& to) const {
   return n == sends_to_.end() ? 0 : n->second;
 }
 
+bool OfiFabric::forget_address(const proto::RouterAddress& to) {
+  std::vector<uint8_t> k(reinterpret_cast<const uint8_t*>(&to), reinterpret_cast<const uint8_t*>(&to) + sizeof to);
+  auto a = addrs_.find(k);
+  // No RMA names it: RMA goes only to the peers of connected QPs, whose routers proved the key.
+  if (a == addrs_.end()) return true;
+  if (sends_to_.count(a->second) || waiting_.count(a->second)) return false;
+  fi_addr_t fa = a->second;
+  fi_av_remove(av_, &fa, 1, 0);
+  addrs_.erase(a);
+  return true;
+}
+
 Status OfiFabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink&) {
   auto fa = address_of(to);
   if (!fa) return fa.status();

@@ -67,6 +67,7 @@ class OfiFabric final : public Fabric {
   bool posts_waiting() const override { return !waiting_.empty(); }
   size_t sends_in_flight(const proto::RouterAddress& to) const override;
   size_t sends_in_flight() const override { return sends_; }
+  bool forget_address(const proto::RouterAddress& to) override;
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
   Status write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,

@@ -166,6 +166,7 @@ Status Router::run(int stop_fd) {
     busy = moved;
     moved = (!routed_.empty() && pump(routed_, deferred_, busy)) || moved;
     if (!connects_.empty()) expire_connects();
+    if (!probes_.empty() || !unproven_.empty()) expire_probes();
     if (!released_.empty()) sweep_released();
     drop_silent_clients();
     if (!accepting_ && now_ns() >= accept_again_ns_) resume_accepting();
@@ -180,7 +181,7 @@ Status Router::run(int stop_fd) {
       set_parked(routed_, true);
       parked = true;
       bool later = deferred_ || (fabric_ && fabric_->posts_waiting());  // look again in a millisecond
-      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(later, !connects_.empty(), turn);
+      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(later, !connects_.empty() || !unproven_.empty(), turn);
       if (int64_t due = next_deadline_ns(); due >= 0 && (timeout_ns < 0 || due < timeout_ns)) timeout_ns = due;
     }
     if (timeout_ns) hold(false);

@@ -338,14 +338,38 @@ class Router final : private LinkSink {
   bool route_qp(QpEntry& q, uint32_t peer);  // false: out of descriptors
 
   // QPs across hosts (link_control.cc: connect, keys, revocation; remote_path.cc: requests).
+  // A client's request that waits on another router: a QP's connect (sent: asked of that
+  // router; not yet: its address has not proven the key yet), or an address handle (made once
+  // its router has proven the key).
   struct PendingConnect {
+    enum Kind : uint8_t { connect, address_handle } kind = connect;
+    bool sent = false;
     uint32_t session = 0, seq = 0, qp = 0, peer_qp = 0;
     uint64_t peer_router = 0;
     proto::RouterAddress peer_at;
     std::chrono::steady_clock::time_point deadline;
   };
   Reply connect_remote(Session& s, const proto::Message& m, const proto::ConnectQp& req);
+  bool send_connect(uint64_t id, PendingConnect& pc, const std::string& tenant);
   void expire_connects();
+
+  // Which routers a tenant's requests may go to (link_reach.cc): ones inside [router]
+  // link_networks that have proven the cluster's key; an address not yet heard from is greeted
+  // first (a probe), a few at a time.
+  enum class Reach { ready, probing, refused };
+  struct Probe {
+    proto::RouterAddress at;
+    uint32_t uid = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  static constexpr size_t kMaxProbes = 16, kMaxProbesPerUid = 4;
+  std::map<std::string, Probe> probes_;                        // by address
+  std::unordered_map<std::string, int64_t> probe_failed_ns_;  // by address; at most kMaxPeers
+  std::deque<proto::RouterAddress> unproven_;  // for the fabric to forget; at most kMaxPeers
+  Reach reach(const Session& s, const proto::RouterAddress& at, int* err, std::string* why);
+  bool proven(const proto::RouterAddress& at) const;
+  void on_proven(const proto::RouterAddress& at);  // a probe answered: what waited on it goes
+  void expire_probes();
   void on_message(std::span<const uint8_t> bytes) override;
   void on_rma(uint64_t cookie, bool ok) override;
   void on_send_failed(const proto::RouterAddress& to) override;

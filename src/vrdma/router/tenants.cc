@@ -106,16 +106,29 @@ Result<Tenant> tenant_of(const toml::table& t, const std::string& where, const T
 }
 
 Result<RouterLimits> router_of(const toml::table& t, const std::string& where) {
-  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid", "max_link_conns_per_host", "link_key"};
+  static const std::set<std::string> known = {"admin_uids", "max_clients_per_uid", "max_link_conns_per_host",
+                                              "link_key", "link_networks"};
   for (auto&& [k, v] : t)
     if (!known.count(std::string(k.str())))
       return bad(where, fmt::format("unknown key \"{}\" (keys: admin_uids, max_clients_per_uid, max_link_conns_per_host, "
-                                    "link_key)", k.str()));
+                                    "link_key, link_networks)", k.str()));
   RouterLimits out;
   if (const toml::node* k = t.get("link_key")) {
     auto path = k->value<std::string>();
     if (!path || path->empty()) return bad(where + ".link_key", "must be the path of a key file (vrdmactl link-key)");
     out.link_key = *path;
+  }
+  if (const toml::node* nets = t.get("link_networks")) {
+    const toml::array* arr = nets->as_array();
+    if (!arr || arr->empty())
+      return bad(where + ".link_networks", "must be a list of networks, e.g. link_networks = [\"10.1.0.0/16\"]");
+    for (auto& n : *arr) {
+      std::string why;
+      auto text = n.value<std::string>();
+      auto net = text ? proto::parse_router_network(*text, &why) : std::nullopt;
+      if (!net) return bad(where + ".link_networks", text ? why : "each entry must be a string such as \"10.1.0.0/16\"");
+      out.link_networks.push_back(*net);
+    }
   }
   if (const toml::node* a = t.get("admin_uids")) {
     const toml::array* arr = a->as_array();
@@ -148,6 +161,11 @@ TenantDefaults tenant_defaults() {
 
 bool RouterLimits::is_admin(uint32_t uid) const {
   return uid == 0 || std::find(admin_uids.begin(), admin_uids.end(), uid) != admin_uids.end();
+}
+
+bool RouterLimits::may_link(const proto::RouterAddress& at) const {
+  if (link_networks.empty()) return true;
+  return std::any_of(link_networks.begin(), link_networks.end(), [&](const auto& n) { return n.contains(at); });
 }
 
 Result<Tenants> Tenants::parse(const std::string& text, const std::string& origin) {

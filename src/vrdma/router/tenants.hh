@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/status.hh"
+#include "vrdma/proto/link.hh"
 
 namespace rb::vrdma {
 
@@ -61,6 +62,9 @@ struct RouterLimits {
   uint32_t max_clients_per_uid = 64;
   uint32_t max_link_conns_per_host = 32;  // a peer of this host counts by its uid
   std::string link_key;  // a key file's path; empty: none
+  // Where the routers a tenant may name are (its QPs' peers, its address handles); empty: anywhere.
+  std::vector<proto::RouterNetwork> link_networks;
+  bool may_link(const proto::RouterAddress& at) const;
   bool is_admin(uint32_t uid) const;
 };
 

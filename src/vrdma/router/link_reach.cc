@@ -1,0 +1,102 @@
+// Which routers a tenant's requests may go to. A tenant names another host's router by its
+// address (a QP's peer, an address handle), so, unguarded, a tenant could have its router open
+// connections to any address and port it liked, from wherever the router sits (a container's
+// tenant, to the host's network). Now an address must be inside [router] link_networks (when the
+// config sets it), and it is sent nothing of a tenant's until it has proven the cluster's key:
+// the router greets it with a hello and waits for an authenticated answer. Unproven addresses
+// are tried a few at a time (kMaxProbes, kMaxProbesPerUid); one that did not answer is not tried
+// again for 10 s, and the fabric forgets it. A tenant whose request waits on a probe is answered
+// as if its request had been sent: the same error at the same bound, so it learns nothing of
+// what listens where.
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "vrdma/router/data_path.hh"
+
+namespace rb::vrdma {
+namespace {
+
+constexpr auto kProbeBound = std::chrono::milliseconds(800);  // a connect's bound: see link_control.cc
+
+}  // namespace
+
+bool Router::proven(const proto::RouterAddress& at) const {
+  auto p = peers_.find(proto::to_string(at));
+  return p != peers_.end() && p->second.router_id && !p->second.unreachable;
+}
+
+Router::Reach Router::reach(const Session& s, const proto::RouterAddress& at, int* err, std::string* why) {
+  std::string name = proto::to_string(at);
+  if (!opts_.tenants.router().may_link(at)) {
+    *err = EACCES;
+    *why = fmt::format("router {} is outside the config's [router] link_networks", name);
+    return Reach::refused;
+  }
+  if (proven(at)) return Reach::ready;
+  if (probes_.count(name)) return Reach::probing;
+  if (auto f = probe_failed_ns_.find(name); f != probe_failed_ns_.end() && now_ns() - f->second < kFailedLatelyNs) {
+    *err = EHOSTUNREACH;
+    *why = fmt::format("router {} did not prove the cluster's key when last tried (within 10 s)", name);
+    return Reach::refused;
+  }
+  size_t mine = 0;
+  for (const auto& [n, p] : probes_) mine += p.uid == s.uid;
+  if (probes_.size() >= kMaxProbes || mine >= kMaxProbesPerUid) {
+    *err = EAGAIN;
+    *why = fmt::format("{} routers not yet heard from are being tried ({} of them for uid {}); try again shortly",
+                       probes_.size(), mine, s.uid);
+    return Reach::refused;
+  }
+  probes_[name] = {at, s.uid, std::chrono::steady_clock::now() + kProbeBound};
+  link_send(at, proto::LinkType::hello, 0, proto::LinkHello{});
+  return Reach::probing;
+}
+
+void Router::on_proven(const proto::RouterAddress& at) {
+  probes_.erase(proto::to_string(at));
+  for (auto it = connects_.begin(); it != connects_.end();) {
+    PendingConnect& pc = it->second;
+    auto s = sessions_.find(pc.session);
+    if (pc.sent || !(pc.peer_at == at) || s == sessions_.end()) {
+      ++it;
+      continue;
+    }
+    proto::Message req;
+    req.h.seq = pc.seq;
+    if (pc.kind == PendingConnect::connect) {
+      if (send_connect(it->first, pc, s->second.tenant.name)) {
+        ++it;
+        continue;
+      }
+      answer(s->second, error(s->second, req, EHOSTUNREACH, fmt::format("router {} cannot be reached", proto::to_string(at))));
+    } else if (s->second.ahs.size() >= Session::kMaxAhs) {
+      answer(s->second, error(s->second, req, ENOMEM, "this client holds the most address handles it may"));
+    } else {
+      uint32_t id = s->second.next_ah++;
+      s->second.ahs.emplace(id, at);
+      answer(s->second, {proto::encode(proto::Type::handle, pc.seq, proto::Handle{id})});
+    }
+    it = connects_.erase(it);
+  }
+}
+
+void Router::expire_probes() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    if (probe_failed_ns_.size() >= kMaxPeers) probe_failed_ns_.clear();
+    probe_failed_ns_[it->first] = now_ns();
+    if (unproven_.size() >= kMaxPeers) unproven_.erase(unproven_.begin());
+    unproven_.push_back(it->second.at);
+    it = probes_.erase(it);
+  }
+  // A hello still in flight keeps its address until it fails (the fabric's post bound).
+  for (auto it = unproven_.begin(); it != unproven_.end();)
+    it = proven(*it) || !fabric_ || fabric_->forget_address(*it) ? unproven_.erase(it) : std::next(it);
+}
+
+}  // namespace rb::vrdma
