@@ -193,6 +193,28 @@ static void check_peer_gone(struct ibv_context *ctx, struct ibv_pd *pd, int rout
   CHECK(!ibv_destroy_srq(srq), "destroy_srq after its QP went first");
 }
 
+/* A QP moved to error completes what has arrived before it flushes the rest, as a NIC's CQ holds
+ * the arrival ahead of the flush (rdma_cm moves a QP to error on a disconnect, which once raced
+ * a stream's last message and flushed the receive it had filled). */
+static void check_arrivals_before_flush(struct ibv_context *ctx, struct ibv_pd *pd) {
+  struct side r, s;
+  make_pair(ctx, pd, &r, &s);
+  for (int i = 0; i < 2; ++i) {
+    struct ibv_sge g = {(uintptr_t)r.buf + 64 * i, 64, r.mr->lkey};
+    struct ibv_recv_wr w = {.wr_id = 100 + i, .sg_list = &g, .num_sge = 1}, *bad;
+    if (ibv_post_recv(r.qp, &w, &bad)) fail("post_recv");
+  }
+  send_text(&s, "last words");
+  struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+  if (ibv_modify_qp(r.qp, &err, IBV_QP_STATE)) fail("modify_qp to ERR");
+  struct ibv_wc first = wait_one(r.cq), second = wait_one(r.cq);
+  CHECK(first.status == IBV_WC_SUCCESS && first.wr_id == 100 && !strcmp((char *)r.buf, "last words"),
+        "a QP put in error completes the SEND that arrived before it");
+  CHECK(second.status == IBV_WC_WR_FLUSH_ERR && second.wr_id == 101, "and then flushes the receive left");
+  free_side(&r);
+  free_side(&s);
+}
+
 /* UC QPs, carried as RC ones: a WRITE arrives; a READ, which UC does not have, is refused at post. */
 static void check_uc(struct ibv_context *ctx, struct ibv_pd *pd, uint8_t *target, uint32_t rkey) {
   struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
@@ -444,6 +466,7 @@ int main(int argc, char **argv) {
   check_cq_ex_and_eight_sges(ctx, pd);
   check_srq(ctx, pd);
   check_peer_gone(ctx, pd, router_path);
+  check_arrivals_before_flush(ctx, pd);
 
   if (ibv_destroy_qp(a.qp) || ibv_destroy_qp(b.qp)) fail("destroy_qp");
   if (ibv_dereg_mr(a.mr) || ibv_dereg_mr(b.mr)) fail("dereg_mr");
