@@ -5,7 +5,8 @@ BUILD ?= build
 VENV ?= .venv
 DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-dev nlohmann-json3-dev \
         libfmt-dev libgtest-dev iproute2 libtomlplusplus-dev libucx-dev \
-        libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest qperf libpci3 ucx-utils help2man lintian libopenmpi-dev openmpi-bin libpmix-dev libssl-dev
+        libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest qperf libpci3 ucx-utils help2man lintian libopenmpi-dev openmpi-bin libpmix-dev libssl-dev \
+        iperf3 sockperf
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 

@@ -114,20 +114,6 @@ def test_silent_connections_to_a_listener_hold_a_bounded_number_of_descriptors(o
     assert srv.returncode == 0, out
 
 
-def test_librspreload_stops_the_program_rather_than_fall_back_to_kernel_tcp(one_host):
-    """rsocket is not offered yet; librspreload would then quietly carry the program's sockets over
-    the kernel's TCP. The first socket it would carry stops the program with a line saying why."""
-    import glob
-    preload = glob.glob("/usr/lib/*/rsocket/librspreload.so*")
-    if not preload:
-        pytest.skip("librspreload is not installed (librdmacm1)")
-    code = "import socket; socket.socket(); print('ran over the kernel TCP')"
-    r = run(["env", f"LD_PRELOAD={preload[0]}", *one_host["client"].argv(["python3", "-c", code])], timeout=30)
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "ran over the kernel TCP" not in r.stdout
-    assert "librspreload would carry this program's sockets over the kernel's TCP instead: stopping" in r.stderr
-
-
 @pytest.mark.parametrize("ep", ["msg", "rdm"])
 def test_fi_pingpong_over_libfabrics_verbs_provider(hosts, free_port, ep):
     """libfabric's verbs provider finds vrdma0 through rdma_cm (every address of the host on it) and

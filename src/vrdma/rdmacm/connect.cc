@@ -81,7 +81,7 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
   if (fill(id, req, Kind::req, param, kReqPrivate) != 0) return -1;
   if (param) id.responder_resources = param->responder_resources, id.initiator_depth = param->initiator_depth;
   const sockaddr_storage& dst = id.base.route.addr.dst_storage;
-  rb::UniqueFd s(socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  rb::UniqueFd s(kernel_socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!s) return -1;
   set_deadlines(s.get());
   if (connect(s.get(), reinterpret_cast<const sockaddr*>(&dst), length_of(dst)) != 0) {

@@ -43,7 +43,7 @@ bool names_no_device(const sockaddr* a) {
 // The local address the host would send to `dst` from (the kernel's route, via a UDP socket that
 // is connected and never used).
 bool source_for(const sockaddr* dst, sockaddr_storage& src) {
-  UniqueFd s(socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  UniqueFd s(kernel_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   socklen_t len = sizeof src;
   return s && connect(s.get(), dst, length_of(dst)) == 0 && getsockname(s.get(), reinterpret_cast<sockaddr*>(&src), &len) == 0;
 }
@@ -118,7 +118,7 @@ RDMACM_EXPORT int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
   if (id.state != State::idle) return fail(EINVAL);
   ibv_context* ctx = device();
   if (!ctx) return -1;
-  rb::UniqueFd s(socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  rb::UniqueFd s(kernel_socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
   // Listening from the bind on: a program that binds, tells its peer the port, then listens
   // (qperf) would otherwise see its peer refused in between, where connects here come at once

@@ -8,6 +8,9 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -28,6 +31,12 @@ void say(const char* fmt, Args... args) {
   std::fprintf(stderr, "vrdma-rdmacm: ");
   std::fprintf(stderr, fmt, args...);
   std::fputc('\n', stderr);
+}
+
+// The connection manager's own sockets, made by the system call itself: a preloaded librspreload
+// turns every socket() into an rsocket, and an rsocket's connect needs a kernel socket.
+inline int kernel_socket(int domain, int type, int protocol) {
+  return int(syscall(SYS_socket, domain, type, protocol));
 }
 
 // librdmacm's convention: -1 with errno set.
