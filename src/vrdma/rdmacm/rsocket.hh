@@ -76,6 +76,7 @@ struct Socket {
   // Options kept for getsockopt's sake.
   int nodelay = 0, reuseaddr = 0, keepalive = 0;
   int sndbuf = int(kRing), rcvbuf = int(kRing);
+  int owner = 0;  // F_SETOWN's
 
   uint8_t* recv_ring() const { return region; }
   uint8_t* send_ring() const { return region + kRing; }

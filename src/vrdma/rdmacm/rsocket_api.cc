@@ -291,6 +291,8 @@ RDMACM_EXPORT int rfcntl(int fd, int cmd, ...) {
       s->nonblocking = arg & O_NONBLOCK;
       s->flags = int(arg) & O_NONBLOCK;
       return 0;
+    case F_SETOWN: s->owner = int(arg); return 0;  // no SIGIO or SIGURG comes of an rsocket
+    case F_GETOWN: return s->owner;
     case F_GETFD: return fcntl(fd, F_GETFD);
     case F_SETFD: return fcntl(fd, F_SETFD, arg);
     default: return fail(EINVAL);
