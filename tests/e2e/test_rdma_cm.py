@@ -76,10 +76,23 @@ def test_perftest_over_rdma_cm(hosts, free_port, tool):
     clean(out, sout)
 
 
-def test_ud_ids_are_refused_with_a_line(one_host):
-    r = run(one_host["client"].argv(["udaddy", "-s", "127.0.0.1"]), timeout=30)
+@pytest.mark.parametrize("args", [[], ["-c", "4", "-C", "50"], ["-C", "20", "-S", "4000"]],
+                         ids=["default", "4-ids", "4000B"])
+def test_udaddy_sends_datagrams_over_ud_ids(hosts, args):
+    """udaddy: RDMA_PS_UDP ids resolve the server's QP and Q_Key (IB's SIDR), the client sends to
+    it through an address handle made of ESTABLISHED's ah_attr, and the server answers through
+    one made from each datagram's completion (ibv_create_ah_from_wc)."""
+    src, sout, cli = pair(hosts, ["udaddy", *args], ["udaddy", *args, "-s"])
+    out = cli.stdout + cli.stderr
+    assert cli.returncode == 0 and "data transfers complete" in out and "return status 0" in out, out + routers_said(hosts)
+    assert src == 0 and "data transfers complete" in sout, sout + routers_said(hosts)
+    clean(out, sout)
+
+
+def test_ipoib_ids_are_refused_with_a_line(one_host):
+    r = run(one_host["client"].argv(["udaddy", "-P", "ipoib", "-s", "127.0.0.1"]), timeout=30)
     assert r.returncode != 0
-    assert "vrdma-rdmacm: rdma_create_id: UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB) are not supported" in r.stderr
+    assert "vrdma-rdmacm: rdma_create_id: IPoIB ids (RDMA_PS_IPOIB) are not supported on vrdma" in r.stderr, r.stderr
 
 
 def test_connecting_where_nobody_listens_is_refused_at_once(one_host, free_port):

@@ -44,7 +44,18 @@ void post(Id& id, rdma_cm_event_type type, int status, const Message* m, Id* lis
   e->ev.listen_id = listen_id ? &listen_id->base : nullptr;
   e->ev.event = type;
   e->ev.status = status;
-  if (m) {
+  if (m && id.base.ps == RDMA_PS_UDP) {
+    rdma_ud_param& u = e->ev.param.ud;
+    std::memcpy(e->private_data, m->private_data, m->private_len);
+    u.private_data = m->private_len ? e->private_data : nullptr;
+    u.private_data_len = m->private_len;
+    u.qp_num = m->qp_num;
+    u.qkey = m->psn;
+    u.ah_attr.is_global = 1;
+    std::memcpy(u.ah_attr.grh.dgid.raw, m->gid, 16);
+    u.ah_attr.grh.hop_limit = 64;
+    u.ah_attr.port_num = 1;
+  } else if (m) {
     rdma_conn_param& p = e->ev.param.conn;
     std::memcpy(e->private_data, m->private_data, m->private_len);
     p.private_data = m->private_len ? e->private_data : nullptr;

@@ -47,6 +47,17 @@ int fill(Id& id, Message& m, Kind kind, const rdma_conn_param* p, uint8_t max) {
   return 0;
 }
 
+// A UD id's accept (IB's SIDR reply): the QP's number and Q_Key go back, and the exchange ends;
+// no RTU comes and no ESTABLISHED is posted on this side.
+int accept_datagrams(Id& id, Message& rep) {
+  rep.psn = RDMA_UDP_QKEY;  // a datagram reply carries the Q_Key where a connection's has its PSN
+  std::lock_guard lock(id.channel->read_mu);
+  bool sent = send_message(id.sock.get(), rep);
+  close_locked(id);
+  id.state = sent ? State::connected : State::idle;
+  return sent ? 0 : fail(ECONNRESET);
+}
+
 socklen_t length_of(const sockaddr_storage& a) {
   return a.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
 }
@@ -113,6 +124,7 @@ RDMACM_EXPORT int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
   }
   Message rep;
   if (fill(id, rep, Kind::rep, param, kRepPrivate) != 0) return -1;
+  if (id.base.ps == RDMA_PS_UDP) return accept_datagrams(id, rep);
   if (connect_qp(id) != 0) return -1;
   {
     std::lock_guard lock(id.channel->read_mu);

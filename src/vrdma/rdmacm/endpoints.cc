@@ -20,14 +20,20 @@ sockaddr* copy_addr(const sockaddr* a, socklen_t len) {
   return c;
 }
 
+// TCP's port space and RC QPs, or UDP's and UD QPs (udaddy) where the hints ask for them.
+void set_space(rdma_addrinfo& out, const rdma_addrinfo* hints) {
+  bool ud = hints && (hints->ai_port_space == RDMA_PS_UDP || hints->ai_qp_type == IBV_QPT_UD);
+  out.ai_qp_type = ud ? IBV_QPT_UD : IBV_QPT_RC;
+  out.ai_port_space = ud ? RDMA_PS_UDP : RDMA_PS_TCP;
+}
+
 // With no node and no service, the addresses are the hints' own (libfabric's verbs provider asks so).
 int addrinfo_of_hints(const rdma_addrinfo& hints, rdma_addrinfo** res) {
   if (!hints.ai_src_addr && !hints.ai_dst_addr) return fail(EINVAL);
   auto* out = static_cast<rdma_addrinfo*>(calloc(1, sizeof(rdma_addrinfo)));
   if (!out) return fail(ENOMEM);
   out->ai_flags = hints.ai_flags;
-  out->ai_qp_type = IBV_QPT_RC;
-  out->ai_port_space = RDMA_PS_TCP;
+  set_space(*out, &hints);
   if (hints.ai_src_addr) {
     out->ai_src_addr = copy_addr(hints.ai_src_addr, hints.ai_src_len);
     out->ai_src_len = hints.ai_src_len;
@@ -46,8 +52,8 @@ int addrinfo_of_hints(const rdma_addrinfo& hints, rdma_addrinfo** res) {
 
 RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints, rdma_addrinfo** res) {
   if (!res || (!node && !service && !hints)) return fail(EINVAL);
-  if (hints && (hints->ai_port_space == RDMA_PS_UDP || hints->ai_qp_type == IBV_QPT_UD)) {
-    say("rdma_getaddrinfo: UD (RDMA_PS_UDP, IBV_QPT_UD) is not supported on vrdma");
+  if (hints && hints->ai_port_space == RDMA_PS_IPOIB) {
+    say("rdma_getaddrinfo: IPoIB (RDMA_PS_IPOIB) is not supported on vrdma");
     return fail(EOPNOTSUPP);
   }
   addrinfo h{};
@@ -66,8 +72,7 @@ RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const 
   }
   out->ai_flags = hints ? hints->ai_flags : 0;
   out->ai_family = ai->ai_family;
-  out->ai_qp_type = IBV_QPT_RC;
-  out->ai_port_space = RDMA_PS_TCP;
+  set_space(*out, hints);
   if (passive) {
     out->ai_src_addr = copy_addr(ai->ai_addr, ai->ai_addrlen);
     out->ai_src_len = ai->ai_addrlen;

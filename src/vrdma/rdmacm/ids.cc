@@ -55,8 +55,8 @@ using namespace rb::rdmacm;
 
 RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context, rdma_port_space ps) {
   if (!out) return fail(EINVAL);
-  if (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) {
-    say("rdma_create_id: UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB) are not supported on vrdma; RDMA_PS_TCP and RDMA_PS_IB are");
+  if (ps == RDMA_PS_IPOIB) {
+    say("rdma_create_id: IPoIB ids (RDMA_PS_IPOIB) are not supported on vrdma; RDMA_PS_TCP, RDMA_PS_IB and RDMA_PS_UDP are");
     return fail(EOPNOTSUPP);
   }
   auto* id = new Id();
@@ -74,7 +74,7 @@ RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, 
   id->base.channel = channel;
   id->base.context = context;
   id->base.ps = ps;
-  id->base.qp_type = IBV_QPT_RC;
+  id->base.qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
   *out = &id->base;
   return 0;
 }

@@ -88,6 +88,12 @@ void lost(Id& id) {
 void on_reply(Id& id, const Message& m) {
   id.peer = m;
   std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
+  if (id.base.ps == RDMA_PS_UDP) {  // the remote QP and Q_Key: the program makes its address handle
+    set_deadline_locked(id, 0);
+    close_locked(id);
+    id.state = State::connected;
+    return post(id, RDMA_CM_EVENT_ESTABLISHED, 0, &m);
+  }
   if (!id.base.qp) {  // the program connects its own QP (rdma_init_qp_attr), then rdma_establish
     post(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &m);
     return;

@@ -11,11 +11,28 @@ namespace {
 constexpr int kInitAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                             IBV_ACCESS_REMOTE_ATOMIC;
 
+// A UD id's QP (RDMA_PS_UDP): rdma_cm's Q_Key, and no peer; it takes datagrams from RTR on.
+int ud_step_attr(Id& id, ibv_qp_attr& a, int& mask) {
+  switch (a.qp_state) {
+    case IBV_QPS_INIT:
+      a.pkey_index = 0, a.port_num = 1, a.qkey = RDMA_UDP_QKEY;
+      mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+      return 0;
+    case IBV_QPS_RTR: mask = IBV_QP_STATE; return 0;
+    case IBV_QPS_RTS:
+      a.sq_psn = id.psn;
+      mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+      return 0;
+    default: return fail(EINVAL);
+  }
+}
+
 // The attributes of each step, as rdma_init_qp_attr gives them to programs with QPs of their own.
 int step_attr(Id& id, ibv_qp_attr& a, int& mask) {
   ibv_qp_state want = a.qp_state;
   a = {};
   a.qp_state = want;
+  if (id.base.ps == RDMA_PS_UDP) return ud_step_attr(id, a, mask);
   switch (want) {
     case IBV_QPS_INIT:
       a.pkey_index = 0, a.port_num = 1, a.qp_access_flags = kInitAccess;
@@ -139,7 +156,9 @@ RDMACM_EXPORT int rdma_create_qp(rdma_cm_id* cm_id, ibv_pd* pd, ibv_qp_init_attr
   init.qp_state = IBV_QPS_INIT;
   int mask = 0;
   ibv_qp_attr step = init;
-  if (rdma_init_qp_attr(cm_id, &step, &mask) != 0 || ibv_modify_qp(qp, &step, mask) != 0) {
+  bool ud = id.base.ps == RDMA_PS_UDP;
+  if (rdma_init_qp_attr(cm_id, &step, &mask) != 0 || ibv_modify_qp(qp, &step, mask) != 0 ||
+      (ud && (move(id, IBV_QPS_RTR) != 0 || move(id, IBV_QPS_RTS) != 0))) {
     int err = errno;
     rdma_destroy_qp(cm_id);
     return fail(err ? err : EINVAL);
