@@ -6,7 +6,9 @@ channel at once, the "low CPU" row), on one host with a router of its own (vrdma
 librspreload). The three take turns for ROUNDS rounds; the table gives medians and the spread.
 iperf3: one stream, -l SIZE, 2 s, client on CPU 0 and server on CPU 1. sockperf: TCP ping-pong of
 14 B (its smallest message) with poll(), p50 one way (half the round trip), 2 s, and the CPU
-both ends used per second of it. Beside each rsocket run, the bytes loopback carried, against the
+both ends used per second of it. 1 B: tests/rsocket/stream_check.c's ping-pong of one byte each
+way (20,000 round trips, blocking sockets, TCP_NODELAY), half the median round trip, as sockperf
+sends no less than 14 B. Beside each rsocket run, the bytes loopback carried, against the
 bytes iperf3 moved: the kernel's TCP carries only the connection manager's handshake. Writes the
 "## Sockets over rsocket on vrdma" section of bench/RESULTS.md.
 
@@ -82,8 +84,19 @@ def sockperf(spin, sock, port, feed):
     return p50, cpu
 
 
+def one_byte(spin, sock, port):
+    check = str(BUILD / "stream_check")
+    srv_argv, env = wrap(spin, sock, [check, "echo", str(port)], 1)
+    srv = subprocess.Popen(srv_argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.7)
+    cli_argv, env = wrap(spin, sock, [check, "pingpong", "127.0.0.1", str(port), "20000"], 0)
+    out = subprocess.run(cli_argv, env=env, capture_output=True, text=True, timeout=60).stdout
+    srv.wait(timeout=10)
+    return float(re.search(r"p50_us ([\d.]+)", out).group(1))
+
+
 def measure():
-    got = {(m, k): [] for m, _ in MODES for k in [*SIZES, "lat", "cpu", "proof"]}
+    got = {(m, k): [] for m, _ in MODES for k in [*SIZES, "lat", "one", "cpu", "proof"]}
     with tempfile.TemporaryDirectory(prefix="rsocket-bench-") as d:
         sock = str(Path(d) / "vrdma.sock")
         router = subprocess.Popen([str(BUILD / "vrdmad"), "--socket", sock, "--quiet"], stderr=subprocess.DEVNULL)
@@ -102,8 +115,11 @@ def measure():
                     p50, cpu = sockperf(spin, sock, port, Path(d) / "feed.txt")
                     got[(mode, "lat")].append(p50)
                     got[(mode, "cpu")].append(cpu)
+                    port += 1
+                    got[(mode, "one")].append(one_byte(spin, sock, port))
                     print(f"round {r + 1} {mode}: " + ", ".join(f"{s}: {got[(mode, s)][-1]:.2f} Gbit/s" for s in SIZES)
-                          + f", 14 B p50 {p50:.2f} us, {cpu:.2f} CPUs", flush=True)
+                          + f", 14 B p50 {p50:.2f} us, {cpu:.2f} CPUs, 1 B p50 {got[(mode, 'one')][-1]:.2f} us",
+                          flush=True)
         finally:
             router.terminate()
             router.wait(timeout=10)
@@ -116,27 +132,29 @@ def cell(values, digits=2):
 
 
 def section(got):
-    kernel = {k: statistics.median(got[("kernel TCP", k)]) for k in [*SIZES, "lat"]}
+    kernel = {k: statistics.median(got[("kernel TCP", k)]) for k in [*SIZES, "lat", "one"]}
     lines = [
         "`bench/rsocket_table.py`, one host, a router of its own, unmodified iperf3 3.12 and sockperf 3.7 through "
         f"`vrdma-run --rsocket` (librspreload), {ROUNDS} interleaved rounds, medians (min-max). iperf3: one stream, "
         "2 s, client on CPU 0, server on CPU 1. sockperf: TCP ping-pong of 14 B (its smallest message) with poll(), "
-        "p50 one way; CPU: both ends' CPU seconds per second of the run. Goals (issue 30): rsocket >= 1.0x kernel "
+        "p50 one way; CPU: both ends' CPU seconds per second of the run. 1 B: stream_check's ping-pong of one byte, half the "
+        "median round trip. Goals (issue 30): rsocket >= 1.0x kernel "
         "TCP's throughput, <= 0.5x its latency.",
         "",
-        "| sockets | " + " | ".join(f"iperf3 -l {s // 1024} KiB [Gbit/s]" for s in SIZES) + " | 14 B p50 [us] | CPUs (ping-pong) |",
-        "|---|" + "---|" * (len(SIZES) + 2),
+        "| sockets | " + " | ".join(f"iperf3 -l {s // 1024} KiB [Gbit/s]" for s in SIZES)
+        + " | 1 B p50 [us] | sockperf 14 B p50 [us] | CPUs (sockperf) |",
+        "|---|" + "---|" * (len(SIZES) + 3),
     ]
     for mode, _ in MODES:
-        row = [cell(got[(mode, s)]) for s in SIZES] + [cell(got[(mode, "lat")]), cell(got[(mode, "cpu")])]
+        row = [cell(got[(mode, s)]) for s in SIZES] + [cell(got[(mode, k)]) for k in ("one", "lat", "cpu")]
         lines.append(f"| {mode} | " + " | ".join(row) + " |")
     lines.append("")
-    lines.append("| ratio to kernel TCP | " + " | ".join(f"iperf3 {s // 1024} KiB" for s in SIZES) + " | 14 B p50 |")
-    lines.append("|---|" + "---|" * (len(SIZES) + 1))
+    lines.append("| ratio to kernel TCP | " + " | ".join(f"iperf3 {s // 1024} KiB" for s in SIZES) + " | 1 B p50 | 14 B p50 |")
+    lines.append("|---|" + "---|" * (len(SIZES) + 2))
     for mode, spin in MODES[1:]:
         ratios = [statistics.median(got[(mode, s)]) / kernel[s] for s in SIZES]
-        lat = statistics.median(got[(mode, "lat")]) / kernel["lat"]
-        lines.append(f"| {mode} | " + " | ".join(f"{r:.2f}x" for r in ratios) + f" | {lat:.2f}x |")
+        ratios += [statistics.median(got[(mode, k)]) / kernel[k] for k in ("one", "lat")]
+        lines.append(f"| {mode} | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |")
     proofs = got[(MODES[1][0], "proof")] + got[(MODES[2][0], "proof")]
     moved = sum(m for m, _ in proofs)
     carried = max(c for _, c in proofs)

@@ -7,6 +7,9 @@
  *                                      "ok N" (or "bad AT"), prints the same
  *   stream_check send HOST PORT BYTES  sends BYTES, shuts its side down, prints the answer;
  *                                      exit 0 only on "ok BYTES"
+ *   stream_check echo PORT             accepts one connection, sends back each byte it gets
+ *   stream_check pingpong HOST PORT N  N round trips of 1 byte with an echo server; prints
+ *                                      "p50_us X": half the median round trip
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static uint8_t byte_at(uint64_t p) { return (uint8_t)((p * 2654435761u) >> 11 ^ p >> 17); }
@@ -87,9 +91,64 @@ static int send_stream(const char* host, int port, uint64_t total) {
   return strcmp(answer, want) == 0 ? 0 : 1;
 }
 
+static int listen_one(int port) {
+  int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(l, (struct sockaddr*)&a, sizeof a) || listen(l, 1)) return perror("bind/listen"), -1;
+  printf("listening\n");
+  fflush(stdout);
+  int c = accept(l, NULL, NULL);
+  close(l);
+  return c;
+}
+
+static int echo(int port) {
+  int c = listen_one(port);
+  if (c < 0) return 1;
+  char b;
+  while (recv(c, &b, 1, 0) == 1)
+    if (send(c, &b, 1, 0) != 1) break;
+  close(c);
+  return 0;
+}
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static int pingpong(const char* host, int port, int n) {
+  int c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, host, &a.sin_addr);
+  if (connect(c, (struct sockaddr*)&a, sizeof a)) return perror("connect"), 1;
+  setsockopt(c, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+  double* rtt = malloc(sizeof(double) * (size_t)n);
+  char b = 'x';
+  for (int i = 0; i < n; ++i) {
+    double t0 = now_us();
+    if (send(c, &b, 1, 0) != 1 || recv(c, &b, 1, 0) != 1) return perror("ping-pong"), 1;
+    rtt[i] = now_us() - t0;
+  }
+  qsort(rtt, (size_t)n, sizeof *rtt, by_value);
+  printf("p50_us %.3f\n", rtt[n / 2] / 2);
+  free(rtt);
+  close(c);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && !strcmp(argv[1], "echo")) return echo(atoi(argv[2]));
+  if (argc == 5 && !strcmp(argv[1], "pingpong")) return pingpong(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 3 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]));
   if (argc == 5 && !strcmp(argv[1], "send")) return send_stream(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10));
-  fprintf(stderr, "usage: stream_check serve PORT | send HOST PORT BYTES\n");
+  fprintf(stderr, "usage: stream_check serve PORT | send HOST PORT BYTES | echo PORT | pingpong HOST PORT N\n");
   return 2;
 }
