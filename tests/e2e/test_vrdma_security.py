@@ -177,7 +177,7 @@ def test_a_tenant_cannot_aim_its_router_at_addresses_that_are_not_routers(linked
     """Probe 9 lead: an address handle (or a QP's peer) may name any address, and the router
     connected there for the tenant: 20 tenants' processes at once made it open connections to
     20 ports of services that are not routers. Now an address gets one greeting until it proves
-    the key, a few at a time (4 per uid), is not greeted again for 10 s, and every such request
+    the key, a few at a time (4 per tenant), is not greeted again for 10 s, and every such request
     fails alike: 'did not answer within 800 ms'."""
     a, _ = linked_routers
     ears = CountingListeners(20)

@@ -4,7 +4,8 @@
 // tenant, to the host's network). Now an address must be inside [router] link_networks (when the
 // config sets it), and it is sent nothing of a tenant's until it has proven the cluster's key:
 // the router greets it with a hello and waits for an authenticated answer. Unproven addresses
-// are tried a few at a time (kMaxProbes, kMaxProbesPerUid); one that did not answer is not tried
+// are tried a few at a time (kMaxProbes, kMaxProbesPerTenant: a tenant's many uids, a rootless
+// container's subordinate ones, count as one); one that did not answer is not tried
 // again for 10 s, and the fabric forgets it. A tenant whose request waits on a probe is answered
 // as if its request had been sent: the same error at the same bound, so it learns nothing of
 // what listens where.
@@ -41,14 +42,14 @@ Router::Reach Router::reach(const Session& s, const proto::RouterAddress& at, in
     return Reach::refused;
   }
   size_t mine = 0;
-  for (const auto& [n, p] : probes_) mine += p.uid == s.uid;
-  if (probes_.size() >= kMaxProbes || mine >= kMaxProbesPerUid) {
+  for (const auto& [n, p] : probes_) mine += p.tenant == s.tenant.name;
+  if (probes_.size() >= kMaxProbes || mine >= kMaxProbesPerTenant) {
     *err = EAGAIN;
-    *why = fmt::format("{} routers not yet heard from are being tried ({} of them for uid {}); try again shortly",
-                       probes_.size(), mine, s.uid);
+    *why = fmt::format("{} routers not yet heard from are being tried ({} of them for this tenant); try again shortly",
+                       probes_.size(), mine);
     return Reach::refused;
   }
-  probes_[name] = {at, s.uid, std::chrono::steady_clock::now() + kProbeBound};
+  probes_[name] = {at, s.tenant.name, std::chrono::steady_clock::now() + kProbeBound};
   link_send(at, proto::LinkType::hello, 0, proto::LinkHello{});
   return Reach::probing;
 }

@@ -359,10 +359,10 @@ class Router final : private LinkSink {
   enum class Reach { ready, probing, refused };
   struct Probe {
     proto::RouterAddress at;
-    uint32_t uid = 0;
+    std::string tenant;
     std::chrono::steady_clock::time_point deadline;
   };
-  static constexpr size_t kMaxProbes = 16, kMaxProbesPerUid = 4;
+  static constexpr size_t kMaxProbes = 16, kMaxProbesPerTenant = 4;
   std::map<std::string, Probe> probes_;                        // by address
   std::unordered_map<std::string, int64_t> probe_failed_ns_;  // by address; at most kMaxPeers
   std::deque<proto::RouterAddress> unproven_;  // for the fabric to forget; at most kMaxPeers
