@@ -32,7 +32,7 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
   --config FILE   tenants (TOML, [[tenant]] entries: name, uids, rate_bytes, rate_ops,
                   qp_rate_bytes, qp_rate_ops, max_qps, max_mrs, max_reg_bytes, path) and the
                   router's own limits ([router]: admin_uids, max_clients_per_uid,
-                  max_link_conns_per_host, link_key);
+                  max_link_conns_per_host, link_key, link_networks);
                   without it every uid is a tenant of its own, with the default limits
   --listen HOST:PORT  where the routers of other hosts reach this one (a numeric address);
                   QPs whose peers are on other hosts take the router path over it

@@ -201,6 +201,141 @@ def test_a_tenant_cannot_aim_its_router_at_addresses_that_are_not_routers(linked
         ears.close()
 
 
+def assert_a_keyed_router_links(r, world, port):
+    """A router holding the cluster's key, started with --peer at `port` (r's --listen), links."""
+    peer = world / "peer"
+    peer.mkdir()
+    (peer / "c.toml").write_text(cluster_config(world))
+    p = subprocess.Popen([VRDMAD, "--socket", str(peer / "s.sock"), "--listen", f"127.0.0.1:{port + 1}",
+                          "--peer", f"127.0.0.1:{port}", "--config", str(peer / "c.toml")], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while "link:" not in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout and time.time() < deadline:
+            time.sleep(0.2)
+        assert "link:" in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout
+    finally:
+        p.kill()
+        p.wait()
+
+
+# libfabric 1.17 tcp;ofi_rxm's connection request as a router sends it (recorded): a stranger replays
+# it to complete the fabric's handshake, which asks for no key.
+RXM_CONNREQ = bytes.fromhex("0300001800000000000000000000000000000000000000000100000000000000"
+                            "010204033a1d0200004000000010000000000000c86a0000")
+
+
+def cpu_of(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@as_root
+def test_a_frame_libfabric_never_takes_costs_no_core(router, world, free_port):
+    """Probe 9 E5: a stranger completed the fabric's handshake at --listen, sent one 16-byte frame
+    whose header size is 0, and left: libfabric never took the frame, fi_trywait failed for ever
+    and the router spun at 100% of a core (11 s of CPU in 10 s). Now the loop stops spinning on a
+    fabric that says it has work and gives none, tenants are served, and a keyed router still links."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    frame = struct.pack("<BBHBBBBQ", 3, 1, 0, 0, 0, 0, 0, 0) + bytes(32)
+    code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {free_port}), timeout=3)\n"
+            f"s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\ns.recv(100)\n"
+            f"s.sendall(bytes.fromhex('{frame.hex()}'))\ntime.sleep(0.5)\ns.close()\n")
+    poke = run(["python3", "-c", code], user=NOBODY, timeout=30)
+    assert poke.returncode == 0, poke.stderr
+    time.sleep(1)
+    before = cpu_of(r.proc.pid)
+    ping = start_ping(r.sock, 6)
+    assert_served(ping_result(ping))
+    used = cpu_of(r.proc.pid) - before
+    assert used < 2.5, f"the router used {used:.1f} s of CPU in the 6 s after one frame"
+    assert "the fabric says it has work and gives none" in r.log.read_text()
+    assert_a_keyed_router_links(r, world, free_port)
+
+
+def connections_to(pid, ports):
+    """How many TCP connections process `pid` holds to any of `ports` (their remote port)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.readlines()[1:]:
+                fields = row.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) in ports and fields[3] != "0A":
+                    inodes.add(fields[9])
+    held = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held += os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] in inodes
+        except FileNotFoundError:
+            pass
+    return held
+
+
+@as_root
+def test_greetings_to_silent_listeners_hold_no_descriptors(router, world, free_port):
+    """Probe 9 E1: each address a tenant named that accepted and stayed silent kept one of the
+    router's connections for as long as the listener liked (150 addresses: 150 descriptors, and a
+    router limited to 256 ran out). Now a connection the router made that gets nothing back is shut
+    within its deadline (10 s)."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    ears = CountingListeners(12)
+    try:
+        for i, port in enumerate(ears.ports):
+            f = loopback_qp_file(world / f"s{i}.txt", port)
+            run([DATAGRAM, r.sock, "send", f, "1"], user=NOBODY, timeout=30)
+            ears.take()
+        held = connections_to(r.proc.pid, set(ears.ports))
+        assert held >= 6, f"the router made {held} connections to 12 listeners: the test saw nothing to shut"
+        deadline = time.time() + 16
+        while connections_to(r.proc.pid, set(ears.ports)) and time.time() < deadline:
+            ears.take()
+            time.sleep(0.5)
+        left = connections_to(r.proc.pid, set(ears.ports))
+        assert left == 0, f"{left} of the router's connections to silent listeners are still held"
+    finally:
+        ears.close()
+
+
+@as_root
+def test_a_tenant_does_not_learn_what_another_tried(linked_routers, world):
+    """Probe 9 E8: an address another tenant had tried in the last 10 s was refused at once
+    (EHOSTUNREACH, 0.1 ms) where a fresh one took 800 ms: a tenant learned what another tried. Now
+    each tenant's failed tries are its own."""
+    a, _ = linked_routers
+    ears = CountingListeners(1)
+    try:
+        f = loopback_qp_file(world / "tried.txt", ears.ports[0])
+        first = run([DATAGRAM, a.sock, "send", f, "1"], user=NOBODY, timeout=30)
+        assert "did not answer within 800 ms" in first.stderr, first.stderr
+        started = time.monotonic()
+        other = run([DATAGRAM, a.sock, "send", f, "1"], timeout=30)  # root: a tenant of its own
+        took = time.monotonic() - started
+        assert "did not answer within 800 ms" in other.stderr and took > 0.7, (took, other.stderr)
+        again = run([DATAGRAM, a.sock, "send", f, "1"], user=NOBODY, timeout=30)
+        assert "did not prove the cluster's key when last tried" in again.stderr, again.stderr
+    finally:
+        ears.close()
+
+
+@as_root
+def test_a_router_gone_quiet_proves_itself_again_before_new_requests(linked_routers, world):
+    """Probe 9 E6: a router's proof lasted for ever: after it died, whoever took its port got the
+    next tenant's address handle at once. Now a router not heard from for 5 s is greeted again
+    before a new request goes there, and a process holding the dead router's port cannot answer."""
+    a, b = linked_routers
+    port = listen_port(b)
+    target = loopback_qp_file(world / "b.txt", port)
+    first = run([DATAGRAM, a.sock, "send", target, "1"], user=NOBODY, timeout=30)
+    assert first.returncode == 0, first.stdout + first.stderr
+    b.stop()
+    with socket.socket() as impostor:
+        impostor.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        impostor.bind(("127.0.0.1", port))
+        impostor.listen()
+        time.sleep(6)
+        later = run([DATAGRAM, a.sock, "send", target, "1"], user=NOBODY, timeout=30)
+    assert later.returncode == 1 and "did not answer within 800 ms" in later.stderr, later.stdout + later.stderr
+
+
 @as_root
 def test_link_networks_bound_where_a_tenant_may_send(router, world, free_port):
     """[router] link_networks: a tenant's address handles and QP peers must lie inside them."""
@@ -923,20 +1058,7 @@ def test_silent_connections_to_the_link_port_are_bounded_and_shut(router, world,
     attack.wait()
     log = r.log.read_text()
     assert "past max_link_conns_per_host (32)" in log and "sent nothing for 10 s" in log, log
-    peer = world / "peer"
-    peer.mkdir()
-    cfg = peer / "c.toml"
-    cfg.write_text(cluster_config(world))
-    p = subprocess.Popen([VRDMAD, "--socket", str(peer / "s.sock"), "--listen", f"127.0.0.1:{free_port + 1}",
-                          "--peer", f"127.0.0.1:{free_port}", "--config", str(cfg)], stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 10
-        while "link:" not in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout and time.time() < deadline:
-            time.sleep(0.2)
-        assert "link:" in run([CTL, "--socket", r.sock, "stats"], timeout=10).stdout
-    finally:
-        p.kill()
-        p.wait()
+    assert_a_keyed_router_links(r, world, free_port)
 
 
 class RawClient:

@@ -107,7 +107,7 @@ TEST(VrdmaLinkAuth, MessagesMayArriveOutOfOrderWithinTheWindowButNeverTwice) {
 
 TEST(VrdmaLinkAuth, AMessageSentLongAgoIsRefused) {
   // A replay older than the skew bound is refused even where the window has forgotten its sender.
-  LinkAuth a({key(4)}), b({key(4)});
+  LinkAuth a({key(4)}), b({key(4)}, LinkAuth::wall_ns() - 120'000'000'000);  // b has run 2 minutes
   auto late = message("late"), recent = message("recent");
   a.seal(late, kB, LinkAuth::wall_ns() - 60'000'000'000);
   a.seal(recent, kB, LinkAuth::wall_ns() - 20'000'000'000);
@@ -147,4 +147,17 @@ TEST(VrdmaLinkAuth, KeyFilesAreCheckedAndNamedInErrors) {
 }
 
 }  // namespace
+TEST(VrdmaLinkAuth, ARestartedRouterRefusesWhatWasSentToItsLastRun) {
+  // Probe 9 E7: a restarted router's windows start empty, so a message captured on its last run
+  // (a few seconds old, within the skew bound) was taken again.
+  LinkAuth a({key(5)}), b({key(5)});
+  auto old = message("before the restart"), fresh = message("after");
+  a.seal(old, kB, LinkAuth::wall_ns() - 5'000'000'000);
+  a.seal(fresh, kB);
+  std::string why;
+  EXPECT_FALSE(b.open(old, 3, kB, &why));
+  EXPECT_NE(why.find("before this router started"), std::string::npos) << why;
+  EXPECT_TRUE(b.open(fresh, 3, kB, &why)) << why;
+}
+
 }  // namespace rb::vrdma

@@ -113,10 +113,14 @@ TEST(VrdmaLink, RouterNetworksHoldTheirAddressesOnly) {
   ASSERT_TRUE(all) << why;
   EXPECT_TRUE(all->contains(at("192.168.1.1:1")));
   EXPECT_FALSE(all->contains(at("[fd12::1]:1")));  // IPv4's everything is not IPv6's
-  for (const char* bad : {"10.1.0.1/16", "10.1.0.0/33", "fd00::/129", "host/8", "10.1.0.0/", "10.1.0.0/x"}) {
+  for (const char* bad : {"10.1.0.1/16", "10.1.0.0/33", "fd00::/129", "host/8", "10.1.0.0/", "10.1.0.0/x",
+                          "10.0.0.0/+8", "10.0.0.0/ 8", "10.0.0.0/08x"}) {
     EXPECT_FALSE(parse_router_network(bad, &why)) << bad;
     EXPECT_NE(why.find(bad), std::string::npos) << why;
   }
+  // Probe 9 E3: what follows a NUL was never looked at.
+  EXPECT_FALSE(parse_router_network(std::string("10.0.0.0/8\0xyz", 14), &why));
+  EXPECT_FALSE(parse_router_network(std::string("10.0.0.0\0junk/8", 15), &why));
 }
 
 }  // namespace

@@ -66,6 +66,10 @@ std::string to_string(const RouterNetwork& n) {
 }
 
 std::optional<RouterNetwork> parse_router_network(const std::string& s, std::string* why) {
+  if (s.find('\0') != std::string::npos) {
+    *why = "a network holds a NUL byte: give a numeric network, e.g. 10.1.0.0/16 or fd00::/8";
+    return std::nullopt;
+  }
   auto slash = s.find('/');
   std::string host = s.substr(0, slash);
   RouterNetwork n;
@@ -84,7 +88,8 @@ std::optional<RouterNetwork> parse_router_network(const std::string& s, std::str
     char* end = nullptr;
     std::string bits = s.substr(slash + 1);
     long p = std::strtol(bits.c_str(), &end, 10);
-    if (bits.empty() || *end || p < 0 || p > most) {
+    bool digits = !bits.empty() && bits.size() <= 3 && bits.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || *end || p < 0 || p > most) {
       *why = fmt::format("{}: the prefix length {} is not 0 to {}", s, bits, most);
       return std::nullopt;
     }

@@ -187,6 +187,7 @@ void Router::link_datagram(const proto::LinkMessage& m) {
 // NIC's address resolution.
 Router::Reply Router::create_ah(Session& s, const proto::Message& m) {
   auto req = m.as<proto::CreateAh>();
+  req.at.pad = 0;  // an address is its IP and port: a pad the tenant set would make it another
   if (!fabric_) return error(s, m, EXDEV, "this router has no --listen address: its datagrams reach this host only");
   if (!req.at.port) return error(s, m, EINVAL, "an address handle names a router's --listen address and port");
   if (s.ahs.size() >= Session::kMaxAhs)

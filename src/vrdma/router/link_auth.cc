@@ -126,6 +126,10 @@ std::optional<std::span<const uint8_t>> LinkAuth::open(std::span<const uint8_t> 
                        (double(t.sent_ns) - double(now)) * 1e-9);
     return std::nullopt;
   }
+  if (t.sent_ns < started_ns_ - kStartSlackNs) {
+    *why = "it was sent before this router started: a replay of a message to its last run";
+    return std::nullopt;
+  }
   auto it = windows_.find(from_router);
   if (it == windows_.end()) {
     if (windows_.size() >= kMaxSenders) {  // forget senders not heard for twice the skew

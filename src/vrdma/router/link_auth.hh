@@ -47,7 +47,9 @@ Result<std::vector<LinkKey32>> load_link_keys(const std::string& path);
 class LinkAuth {
  public:
   // No keys: messages carry the trailer unsigned, and any MAC is taken (--insecure-link).
-  explicit LinkAuth(std::vector<LinkKey32> keys = {}) : keys_(std::move(keys)) {}
+  // `started_ns`: when this router started (CLOCK_REALTIME; tests give it).
+  explicit LinkAuth(std::vector<LinkKey32> keys = {}, int64_t started_ns = wall_ns())
+      : keys_(std::move(keys)), started_ns_(started_ns) {}
   bool authenticated() const { return !keys_.empty(); }
   void set_keys(std::vector<LinkKey32> keys) { keys_ = std::move(keys); }
 
@@ -71,6 +73,10 @@ class LinkAuth {
   bool fresh(Window& w, uint64_t seq);
   std::vector<LinkKey32> keys_;
   uint64_t next_seq_ = 1;
+  // A message stamped before this router started was for its last life: a replay (a restarted
+  // router's windows start empty). Clocks of one cluster agree within kStartSlackNs here.
+  int64_t started_ns_ = 0;
+  static constexpr int64_t kStartSlackNs = 1'000'000'000;
   std::map<uint64_t, Window> windows_;  // by sender router id
 };
 

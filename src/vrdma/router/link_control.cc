@@ -43,7 +43,8 @@ bool Router::link_send(const proto::RouterAddress& to, LinkType t, uint64_t req,
   return bool(st);
 }
 
-Router::Reply Router::connect_remote(Session& s, const proto::Message& m, const proto::ConnectQp& req) {
+Router::Reply Router::connect_remote(Session& s, const proto::Message& m, proto::ConnectQp req) {
+  req.peer_at.pad = 0;  // an address is its IP and port: a pad the tenant set would make it another
   if (!fabric_)
     return error(s, m, EXDEV, "the peer QP is on another host and this router has no --listen address to reach it");
   if (!req.peer_at.port) return error(s, m, EXDEV, "the peer QP is on another host whose router has no --listen address");

@@ -5,7 +5,9 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <linux/sockios.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,7 +37,9 @@ struct LinkGuard::Conn {
   int fd = -1;
   uint64_t ino = 0;
   int64_t first_ns = 0;
-  bool silent = false;  // nothing received yet
+  bool silent = false;    // nothing received yet
+  bool accepted = false;  // on the --listen port (else one this router made)
+  bool stuck = false;     // the same bytes unread for limits_.stuck_ns
   sockaddr_storage self{}, peer{};
 };
 
@@ -69,8 +73,8 @@ LinkGuard::~LinkGuard() {
   }
 }
 
-// Whether `fd` is a connection accepted on the port; what it is, in `out`. The slot holds a dup of
-// it until the next look.
+// Whether `fd` is a TCP connection; what it is, in `out`. The slot holds a dup of it until the next
+// look.
 bool LinkGuard::look_at(int fd, int64_t now_ns, Conn& out) {
   if (fd == fd_dir_.get() || fd == slot_.get() || fd == null_.get() || fd == stop_.get()) return false;
   if (dup3(fd, slot_.get(), O_CLOEXEC) < 0) return false;
@@ -81,13 +85,17 @@ bool LinkGuard::look_at(int fd, int64_t now_ns, Conn& out) {
   if (out.self.ss_family != AF_INET && out.self.ss_family != AF_INET6) return false;
   uint16_t local_port = out.self.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(out.self).sin_port
                                                       : reinterpret_cast<sockaddr_in6&>(out.self).sin6_port;
-  if (ntohs(local_port) != port_) return false;
-  if (getpeername(slot_.get(), reinterpret_cast<sockaddr*>(&out.peer), &pl) != 0) return false;  // the listener
+  out.accepted = ntohs(local_port) == port_;
+  if (getpeername(slot_.get(), reinterpret_cast<sockaddr*>(&out.peer), &pl) != 0) return false;  // a listener
   tcp_info ti{};
   socklen_t tl = sizeof ti;
   if (getsockopt(slot_.get(), IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0) return false;
   Seen& seen = seen_[fd];
   if (seen.ino != st.st_ino) seen = {st.st_ino, now_ns};
+  int unread = 0;
+  if (ioctl(slot_.get(), SIOCINQ, &unread) != 0 || unread <= 0) unread = 0;
+  if (unread != seen.unread) seen.unread = unread, seen.unread_since_ns = now_ns;
+  out.stuck = unread > 0 && now_ns - seen.unread_since_ns >= limits_.stuck_ns;
   out.fd = fd;
   out.ino = st.st_ino;
   out.first_ns = seen.first_ns;
@@ -123,12 +131,13 @@ LinkGuard::Swept LinkGuard::sweep(int64_t now_ns) {
   }
   dup3(null_.get(), slot_.get(), O_CLOEXEC);  // the slot holds no connection open between looks
   seen_ = std::move(still);
-  s.connections = conns.size();
   std::erase_if(conns, [&](const Conn& c) {
-    bool late = c.silent && now_ns - c.first_ns >= limits_.silent_ns;
-    if (late && shut(c.fd, c.ino)) ++s.silent;
-    return late;
+    if (c.stuck) s.stuck += shut(c.fd, c.ino);
+    bool late = !c.stuck && c.silent && now_ns - c.first_ns >= limits_.silent_ns;
+    if (late && shut(c.fd, c.ino)) ++(c.accepted ? s.silent : s.made_silent);
+    return c.stuck || late || !c.accepted;  // the cap per host is for accepted ones
   });
+  s.connections = conns.size() + s.silent;
   // Per host: a peer of this host is known by its uid (its address says nothing), others by address.
   std::optional<TcpOwners> owners[2];
   std::map<std::string, std::vector<const Conn*>> by_host;
@@ -151,12 +160,16 @@ LinkGuard::Swept LinkGuard::sweep(int64_t now_ns) {
 void LinkGuard::report(const Swept& s, int64_t now_ns) {
   unreported_.silent += s.silent;
   unreported_.over_cap += s.over_cap;
-  if (!unreported_.silent && !unreported_.over_cap) return;
+  unreported_.made_silent += s.made_silent;
+  unreported_.stuck += s.stuck;
+  if (!unreported_.silent && !unreported_.over_cap && !unreported_.made_silent && !unreported_.stuck) return;
   if (now_ns - reported_ns_ < kReportNs) return;
   log_(fmt::format("--listen port {}: shut down {} connections that sent nothing for {} s and {} past "
-                   "max_link_conns_per_host ({}); {} remain",
+                   "max_link_conns_per_host ({}); {} remain; of this router's own connections, {} that got "
+                   "nothing back; {} whose bytes sat unread for {} s",
                    port_, unreported_.silent, limits_.silent_ns / 1'000'000'000, unreported_.over_cap, limits_.per_host,
-                   s.connections - s.silent - s.over_cap));
+                   s.connections - s.silent - s.over_cap, unreported_.made_silent, unreported_.stuck,
+                   limits_.stuck_ns / 1'000'000'000));
   unreported_ = {};
   reported_ns_ = now_ns;
 }

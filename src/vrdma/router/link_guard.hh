@@ -1,11 +1,16 @@
 #pragma once
-// Keeps the connections accepted on the --listen port within bounds. libfabric accepts them and
-// holds each until its peer speaks or goes, so a stranger's silent connections would hold the
-// router's descriptors for ever (the link's messages are authenticated, its TCP connections are
-// not). A thread of its own looks once a second at this process's sockets connected to the port
-// and shuts down those that sent nothing within a deadline, and those past a cap per host (per
-// uid, for peers on this host). It shuts them down and never closes them: libfabric owns the
-// descriptor, sees the connection end, and closes it itself.
+// Keeps the link's TCP connections within bounds. libfabric accepts them and holds each until its
+// peer speaks or goes, so a stranger's silent connections would hold the router's descriptors for
+// ever (the link's messages are authenticated, its TCP connections are not). A thread of its own
+// looks once a second at this process's TCP connections and shuts down:
+//   - those accepted on the port that sent nothing within a deadline, and those past a cap per
+//     host (per uid, for peers on this host);
+//   - those it made (a greeting to an address a tenant named) that got nothing back within the
+//     same deadline: a listener that accepts and stays silent holds no descriptor of ours;
+//   - any whose unread bytes sat unread for kStuckNs: libfabric 1.17 never consumes some frames
+//     (a 16-byte one with a zero header size), and its wait then never arms: the router spun on it.
+// It shuts them down and never closes them: libfabric owns the descriptor, sees the connection
+// end, and closes it itself.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -21,6 +26,7 @@ namespace rb::vrdma {
 struct LinkGuardLimits {
   uint32_t per_host = 32;                   // connections one host (one uid of this host) holds
   int64_t silent_ns = 10'000'000'000;       // a connection that sent nothing this long is shut
+  int64_t stuck_ns = 5'000'000'000;         // unread bytes nobody takes for this long: shut
 };
 
 class LinkGuard {
@@ -38,6 +44,8 @@ class LinkGuard {
     size_t connections = 0;  // accepted on the port, before this look
     size_t silent = 0;       // shut: nothing received within the deadline
     size_t over_cap = 0;     // shut: past the cap of their host
+    size_t made_silent = 0;  // shut: made by this router, nothing received within the deadline
+    size_t stuck = 0;        // shut: bytes left unread past the bound
   };
   // One look (the thread's; tests call it alone).
   Swept sweep(int64_t now_ns);
@@ -59,6 +67,8 @@ class LinkGuard {
   struct Seen {
     uint64_t ino = 0;
     int64_t first_ns = 0;
+    int unread = 0;            // bytes waiting in its receive queue at the last look
+    int64_t unread_since_ns = 0;  // since when that many have waited
   };
   std::map<int, Seen> seen_;  // by descriptor: when the connection was first seen
   Swept unreported_;

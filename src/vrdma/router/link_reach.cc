@@ -22,9 +22,12 @@ constexpr auto kProbeBound = std::chrono::milliseconds(800);  // a connect's bou
 
 }  // namespace
 
+// Proven, and heard from lately: a router that went quiet is greeted again before a new request
+// goes there, so one whose port another process took since it died is not trusted on its word.
 bool Router::proven(const proto::RouterAddress& at) const {
   auto p = peers_.find(proto::to_string(at));
-  return p != peers_.end() && p->second.router_id && !p->second.unreachable;
+  return p != peers_.end() && p->second.router_id && !p->second.unreachable &&
+         std::chrono::steady_clock::now() - p->second.heard < kProofLapse;
 }
 
 Router::Reach Router::reach(const Session& s, const proto::RouterAddress& at, int* err, std::string* why) {
@@ -35,8 +38,13 @@ Router::Reach Router::reach(const Session& s, const proto::RouterAddress& at, in
     return Reach::refused;
   }
   if (proven(at)) return Reach::ready;
-  if (probes_.count(name)) return Reach::probing;
-  if (auto f = probe_failed_ns_.find(name); f != probe_failed_ns_.end() && now_ns() - f->second < kFailedLatelyNs) {
+  if (auto p = probes_.find(name); p != probes_.end()) {
+    p->second.tenants.insert(s.tenant.name);
+    return Reach::probing;
+  }
+  // A tenant's own failed tries only: another's would tell it what that tenant tried.
+  if (auto f = probe_failed_ns_.find(s.tenant.name + " " + name);
+      f != probe_failed_ns_.end() && now_ns() - f->second < kFailedLatelyNs) {
     *err = EHOSTUNREACH;
     *why = fmt::format("router {} did not prove the cluster's key when last tried (within 10 s)", name);
     return Reach::refused;
@@ -45,11 +53,10 @@ Router::Reach Router::reach(const Session& s, const proto::RouterAddress& at, in
   for (const auto& [n, p] : probes_) mine += p.tenant == s.tenant.name;
   if (probes_.size() >= kMaxProbes || mine >= kMaxProbesPerTenant) {
     *err = EAGAIN;
-    *why = fmt::format("{} routers not yet heard from are being tried ({} of them for this tenant); try again shortly",
-                       probes_.size(), mine);
+    *why = "too many routers not yet heard from are being tried; try again shortly";
     return Reach::refused;
   }
-  probes_[name] = {at, s.tenant.name, std::chrono::steady_clock::now() + kProbeBound};
+  probes_[name] = {at, s.tenant.name, {s.tenant.name}, std::chrono::steady_clock::now() + kProbeBound};
   link_send(at, proto::LinkType::hello, 0, proto::LinkHello{});
   return Reach::probing;
 }
@@ -90,7 +97,7 @@ void Router::expire_probes() {
       continue;
     }
     if (probe_failed_ns_.size() >= kMaxPeers) probe_failed_ns_.clear();
-    probe_failed_ns_[it->first] = now_ns();
+    for (const std::string& t : it->second.tenants) probe_failed_ns_[t + " " + it->first] = now_ns();
     if (unproven_.size() >= kMaxPeers) unproven_.erase(unproven_.begin());
     unproven_.push_back(it->second.at);
     it = probes_.erase(it);

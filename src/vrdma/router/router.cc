@@ -163,6 +163,7 @@ Status Router::run(int stop_fd) {
     // again a millisecond later, so a throttled or stuck tenant costs the router its own work only.
     bool busy = false;
     bool moved = fabric_ && fabric_->poll(*this) > 0;
+    bool fabric_moved = moved;
     busy = moved;
     moved = (!routed_.empty() && pump(routed_, deferred_, busy)) || moved;
     if (!connects_.empty()) expire_connects();
@@ -181,8 +182,11 @@ Status Router::run(int stop_fd) {
       set_parked(routed_, true);
       parked = true;
       bool later = deferred_ || (fabric_ && fabric_->posts_waiting());  // look again in a millisecond
-      timeout_ns = work_waiting(routed_) || (fabric_ && !fabric_->try_wait()) ? 0 : idle_sleep_ns(later, !connects_.empty() || !unproven_.empty(), turn);
+      bool fabric_pending = fabric_ && !fabric_->try_wait();
+      bool spin_for_fabric = fabric_ && !fabric_stuck(fabric_moved, fabric_pending) && fabric_pending;
+      timeout_ns = work_waiting(routed_) || spin_for_fabric ? 0 : idle_sleep_ns(later, !connects_.empty() || !unproven_.empty(), turn);
       if (int64_t due = next_deadline_ns(); due >= 0 && (timeout_ns < 0 || due < timeout_ns)) timeout_ns = due;
+      if (fabric_muted_ && (timeout_ns < 0 || timeout_ns > kMutedPollNs)) timeout_ns = kMutedPollNs;
     }
     if (timeout_ns) hold(false);
     int n = epoll_wait_ns(epoll_.get(), evs, 32, timeout_ns);
@@ -195,6 +199,26 @@ Status Router::run(int stop_fd) {
       if (Status st = handle_event(evs[i], stop_now); !st || stop_now) return st;
     }
   }
+}
+
+// libfabric 1.17 can keep saying it has work (fi_trywait fails) while it has none to give: a frame
+// it never consumes (a stranger's 16-byte one with a zero header size) keeps its socket readable.
+// Spinning on that cost a core for as long as the connection lived. After kStuckTurns such turns
+// in a row the fabric's fd leaves the loop's epoll set and the fabric is polled every millisecond
+// (the link guard shuts the connection within seconds), until fi_trywait succeeds again.
+bool Router::fabric_stuck(bool moved, bool pending) {
+  stuck_turns_ = pending && !moved ? stuck_turns_ + 1 : 0;
+  if (!fabric_muted_ && stuck_turns_ >= kStuckTurns) {
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fabric_->wait_fd(), nullptr);
+    fabric_muted_ = true;
+    log_limited("link stuck", "link: the fabric says it has work and gives none (a frame it never takes): "
+                              "polling it every millisecond until it stops");
+  } else if (fabric_muted_ && !pending) {
+    epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fabric_->wait_fd(), &fe);
+    fabric_muted_ = false;
+  }
+  return fabric_muted_;
 }
 
 Status Router::handle_event(const epoll_event& ev, bool& stop) {

@@ -349,7 +349,7 @@ class Router final : private LinkSink {
     proto::RouterAddress peer_at;
     std::chrono::steady_clock::time_point deadline;
   };
-  Reply connect_remote(Session& s, const proto::Message& m, const proto::ConnectQp& req);
+  Reply connect_remote(Session& s, const proto::Message& m, proto::ConnectQp req);
   bool send_connect(uint64_t id, PendingConnect& pc, const std::string& tenant);
   void expire_connects();
 
@@ -359,12 +359,14 @@ class Router final : private LinkSink {
   enum class Reach { ready, probing, refused };
   struct Probe {
     proto::RouterAddress at;
-    std::string tenant;
+    std::string tenant;              // whose probe it is (counted against kMaxProbesPerTenant)
+    std::set<std::string> tenants;   // every tenant waiting on it
     std::chrono::steady_clock::time_point deadline;
   };
+  static constexpr auto kProofLapse = std::chrono::seconds(5);
   static constexpr size_t kMaxProbes = 16, kMaxProbesPerTenant = 4;
   std::map<std::string, Probe> probes_;                        // by address
-  std::unordered_map<std::string, int64_t> probe_failed_ns_;  // by address; at most kMaxPeers
+  std::unordered_map<std::string, int64_t> probe_failed_ns_;  // by "tenant address"; at most kMaxPeers
   std::deque<proto::RouterAddress> unproven_;  // for the fabric to forget; at most kMaxPeers
   Reach reach(const Session& s, const proto::RouterAddress& at, int* err, std::string* why);
   bool proven(const proto::RouterAddress& at) const;
@@ -457,6 +459,12 @@ class Router final : private LinkSink {
   UniqueFd stop_data_;               // an eventfd every data thread's epoll holds
   size_t next_thread_ = 0;
   std::map<uint64_t, PendingConnect> connects_;  // by link request number
+  // A fabric that keeps failing fi_trywait with nothing to give (router.cc, fabric_stuck).
+  static constexpr int kStuckTurns = 4096;
+  static constexpr int64_t kMutedPollNs = 1'000'000;
+  int stuck_turns_ = 0;
+  bool fabric_muted_ = false;
+  bool fabric_stuck(bool moved, bool pending);
   std::map<std::string, PeerLink> peers_;          // by address; at most kMaxPeers
   static constexpr size_t kMaxPeers = 1024;
   LinkAuth auth_;
