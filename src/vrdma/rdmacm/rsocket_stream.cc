@@ -51,14 +51,18 @@ bool post_write(Socket& s, const uint8_t* local, uint32_t len, uint64_t offset, 
   return true;
 }
 
+// A credit carries at most what its fields hold (a peer that claimed more than it sent would
+// otherwise spill one field into the next); what is left goes with the next one.
 void credit_if_due(Socket& s) {
   uint64_t bytes = s.taken - s.credited, used = s.messages_arrived - s.messages_credited;
   if (bytes < kRing / 4 && used < kRecvDepth / 4) return;
   if (!may_post(s, 0)) return;
+  bytes = std::min<uint64_t>(bytes, kRing);
+  used = std::min<uint64_t>(used, kRecvDepth);
   uint32_t imm = kImmCredit | uint32_t(bytes) | uint32_t(used) << kCreditBytesBits;
   if (post_write(s, nullptr, 0, 0, imm, false)) {
-    s.credited = s.taken;
-    s.messages_credited = s.messages_arrived;
+    s.credited += bytes;
+    s.messages_credited += used;
   }
 }
 
@@ -77,9 +81,9 @@ void take(Socket& s, const ibv_wc& wc, uint32_t& used) {
   uint32_t imm = be32toh(wc.imm_data);
   switch (imm & kImmKind) {
     case kImmData: s.arrived += imm & ~kImmKind; break;
-    case kImmCredit:
-      s.peer_taken += imm & ((1u << kCreditBytesBits) - 1);
-      s.peer_messages += (imm & ~kImmKind) >> kCreditBytesBits;
+    case kImmCredit:  // never past what was sent: a peer's claim moves only its own ring
+      s.peer_taken = std::min(s.sent, s.peer_taken + (imm & ((1u << kCreditBytesBits) - 1)));
+      s.peer_messages = std::min(s.messages_sent, s.peer_messages + ((imm & ~kImmKind) >> kCreditBytesBits));
       break;
     case kImmFin: s.peer_fin = true; break;
     default: s.broken = true; s.error = EPROTO;
