@@ -6,6 +6,7 @@ kernel TCP connections carried no data (only the connection manager's handshake)
 back to the kernel's TCP when an rsocket cannot connect."""
 import glob
 import json
+import os
 import re
 import shutil
 import socket
@@ -92,6 +93,34 @@ def test_a_stream_over_rsocket_arrives_whole(hosts, free_port, size):
         sout = finish(srv)
         assert cli.returncode == 0 and f"ok {size}" in cli.stdout, f"round {attempt}: {cli.stdout}{cli.stderr}\n{sout}"
         assert srv.returncode == 0 and f"ok {size}" in sout, sout
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_sender_whose_peer_half_closed_sleeps_and_then_fails(one_host, free_port):
+    """Probe 10 F2: a peer that ended its side of the stream (legal TCP) and read nothing more left
+    the sender, blocked on a full ring, spinning at a full core for as long as it waited, and past
+    the peer's exit. Now it sleeps, and fails once the peer goes."""
+    sink = start(one_host["server"], [STREAM_CHECK, "halfclose", str(free_port), "6"])
+    wait_listening(sink, seconds=0.7)
+    sender = subprocess.Popen(rsocket_argv(one_host["client"], [STREAM_CHECK, "send", "127.0.0.1", str(free_port),
+                                                                 "50000000"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.5)  # the ring (1 MiB) is full by now
+        before = cpu_seconds(sender.pid)  # env and vrdma-run exec the program: one process
+        time.sleep(3)
+        used = cpu_seconds(sender.pid) - before
+        out, _ = sender.communicate(timeout=20)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+        finish(sink)
+    assert used < 1.0, f"the blocked sender used {used:.2f} s of CPU in 3 s"
+    assert sender.returncode != 0 and "ok 50000000" not in out, out
 
 
 def test_sockperf_ping_pong_over_rsocket(hosts, free_port, tmp_path):

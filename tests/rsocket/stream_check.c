@@ -8,6 +8,8 @@
  *   stream_check send HOST PORT BYTES  sends BYTES, shuts its side down, prints the answer;
  *                                      exit 0 only on "ok BYTES"
  *   stream_check echo PORT             accepts one connection, sends back each byte it gets
+ *   stream_check halfclose PORT SECS   accepts one connection, ends its own side at once, reads
+ *                                      nothing for SECS seconds, then closes
  *   stream_check pingpong HOST PORT N  N round trips of 1 byte with an echo server; prints
  *                                      "p50_us X": half the median round trip
  */
@@ -144,7 +146,17 @@ static int pingpong(const char* host, int port, int n) {
   return 0;
 }
 
+static int halfclose(int port, int seconds) {
+  int c = listen_one(port);
+  if (c < 0) return 1;
+  shutdown(c, SHUT_WR);
+  sleep((unsigned)seconds);
+  close(c);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && !strcmp(argv[1], "halfclose")) return halfclose(atoi(argv[2]), atoi(argv[3]));
   if (argc == 3 && !strcmp(argv[1], "echo")) return echo(atoi(argv[2]));
   if (argc == 5 && !strcmp(argv[1], "pingpong")) return pingpong(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 3 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]));

@@ -265,9 +265,12 @@ void disarm(Socket& s) {
 int wait_socket(Socket& s, int timeout_ms) {
   int64_t spin_until = now_ns() + spin_ns();
   uint64_t arrived = s.arrived, taken = s.peer_taken, msgs = s.peer_messages, out = s.sends_out;
+  bool fin = s.peer_fin, broken = s.broken;
+  // What changed since the wait began: a peer's end of stream that came before it is no news (a
+  // sender whose peer had half-closed spun here for ever instead of sleeping).
   auto changed = [&] {
     return s.arrived != arrived || s.peer_taken != taken || s.peer_messages != msgs || s.sends_out != out ||
-           s.peer_fin || s.broken;
+           s.peer_fin != fin || s.broken != broken;
   };
   while (now_ns() < spin_until) {
     progress(s);
