@@ -38,34 +38,43 @@ void destroy_channel(Channel* c) {
   delete c;
 }
 
+namespace {
+
+// A UD id's event carries the peer's QP, Q_Key and an address for its router (param.ud).
+void fill_ud(rdma_ud_param& u, const Message& m, const uint8_t* private_data) {
+  u.private_data = m.private_len ? private_data : nullptr;
+  u.private_data_len = m.private_len;
+  u.qp_num = m.qp_num;
+  u.qkey = m.psn;  // a datagram reply carries the Q_Key where a connection's has its PSN
+  u.ah_attr.is_global = 1;
+  std::memcpy(u.ah_attr.grh.dgid.raw, m.gid, 16);
+  u.ah_attr.grh.hop_limit = 64;
+  u.ah_attr.port_num = 1;
+}
+
+void fill_conn(rdma_conn_param& p, const Message& m, const uint8_t* private_data) {
+  p.private_data = m.private_len ? private_data : nullptr;
+  p.private_data_len = m.private_len;
+  p.responder_resources = m.responder_resources;
+  p.initiator_depth = m.initiator_depth;
+  p.retry_count = m.retry_count;
+  p.rnr_retry_count = m.rnr_retry_count;
+  p.srq = m.srq;
+  p.qp_num = m.qp_num;
+}
+
+}  // namespace
+
 void post(Id& id, rdma_cm_event_type type, int status, const Message* m, Id* listen_id) {
   auto* e = new Event();
   e->ev.id = &id.base;
   e->ev.listen_id = listen_id ? &listen_id->base : nullptr;
   e->ev.event = type;
   e->ev.status = status;
-  if (m && id.base.ps == RDMA_PS_UDP) {
-    rdma_ud_param& u = e->ev.param.ud;
+  if (m) {
     std::memcpy(e->private_data, m->private_data, m->private_len);
-    u.private_data = m->private_len ? e->private_data : nullptr;
-    u.private_data_len = m->private_len;
-    u.qp_num = m->qp_num;
-    u.qkey = m->psn;
-    u.ah_attr.is_global = 1;
-    std::memcpy(u.ah_attr.grh.dgid.raw, m->gid, 16);
-    u.ah_attr.grh.hop_limit = 64;
-    u.ah_attr.port_num = 1;
-  } else if (m) {
-    rdma_conn_param& p = e->ev.param.conn;
-    std::memcpy(e->private_data, m->private_data, m->private_len);
-    p.private_data = m->private_len ? e->private_data : nullptr;
-    p.private_data_len = m->private_len;
-    p.responder_resources = m->responder_resources;
-    p.initiator_depth = m->initiator_depth;
-    p.retry_count = m->retry_count;
-    p.rnr_retry_count = m->rnr_retry_count;
-    p.srq = m->srq;
-    p.qp_num = m->qp_num;
+    if (id.base.ps == RDMA_PS_UDP) fill_ud(e->ev.param.ud, *m, e->private_data);
+    else fill_conn(e->ev.param.conn, *m, e->private_data);
   }
   Channel& c = *id.channel;
   std::lock_guard lock(c.mu);
