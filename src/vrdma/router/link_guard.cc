@@ -94,13 +94,17 @@ bool LinkGuard::look_at(int fd, int64_t now_ns, Conn& out) {
   if (seen.ino != st.st_ino) seen = {st.st_ino, now_ns};
   int unread = 0;
   if (ioctl(slot_.get(), SIOCINQ, &unread) != 0 || unread <= 0) unread = 0;
-  if (unread != seen.unread) seen.unread = unread, seen.unread_since_ns = now_ns;
+  // What the process has read so far: a busy link with fixed-size messages shows the same count
+  // unread at every look, so what says "stuck" is that nothing more has been read.
+  bool has_received = tl >= offsetof(tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received;
+  uint64_t taken = has_received ? ti.tcpi_bytes_received - uint64_t(unread) : 0;
+  if (!unread || taken != seen.taken) seen.taken = taken, seen.unread_since_ns = now_ns;
   out.stuck = unread > 0 && now_ns - seen.unread_since_ns >= limits_.stuck_ns;
   out.fd = fd;
   out.ino = st.st_ino;
   out.first_ns = seen.first_ns;
   // bytes_received came with Linux 4.1; before it, a connection counts as having spoken.
-  out.silent = tl >= offsetof(tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received && ti.tcpi_bytes_received == 0;
+  out.silent = has_received && ti.tcpi_bytes_received == 0;
   return true;
 }
 

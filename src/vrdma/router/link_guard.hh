@@ -7,7 +7,7 @@
 //     host (per uid, for peers on this host);
 //   - those it made (a greeting to an address a tenant named) that got nothing back within the
 //     same deadline: a listener that accepts and stays silent holds no descriptor of ours;
-//   - any whose unread bytes sat unread for kStuckNs: libfabric 1.17 never consumes some frames
+//   - any with bytes waiting of which none were read for stuck_ns: libfabric 1.17 never consumes some frames
 //     (a 16-byte one with a zero header size), and its wait then never arms: the router spun on it.
 // It shuts them down and never closes them: libfabric owns the descriptor, sees the connection
 // end, and closes it itself.
@@ -67,8 +67,8 @@ class LinkGuard {
   struct Seen {
     uint64_t ino = 0;
     int64_t first_ns = 0;
-    int unread = 0;            // bytes waiting in its receive queue at the last look
-    int64_t unread_since_ns = 0;  // since when that many have waited
+    uint64_t taken = 0;           // bytes the process had read from it at the last look
+    int64_t unread_since_ns = 0;  // since when bytes have waited and none were read
   };
   std::map<int, Seen> seen_;  // by descriptor: when the connection was first seen
   Swept unreported_;
