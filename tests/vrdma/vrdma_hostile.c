@@ -45,7 +45,10 @@
  *                                          memory apiece): "made=N errno=E" (E 0: all made)
  *   vrdma_hostile SOCKET remote-keys SOCKET_B SECONDS  a QP here connected to one at the router
  *                                          of SOCKET_B (another host's), WRITEs each naming a new
- *                                          rkey for SECONDS: "ops=N refused=F"
+ *                                          rkey for SECONDS (or until SIGUSR1): "ops=N
+ *                                          refused=F other_status=S worst_gap_ms=G" (F: remote access
+ *                                          errors; S: the first other status, 0 if none; G: the
+ *                                          longest wait for a completion)
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -60,6 +63,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -718,7 +722,15 @@ static int withdrawn_many(struct vrdma_context* ctx, int pairs, double seconds) 
   return 0;
 }
 
+static volatile sig_atomic_t told_to_stop;
+static void stop_now(int sig) {
+  (void)sig;
+  told_to_stop = 1;
+}
+
+/* SIGUSR1 ends the run early: the totals are still printed. */
 static int remote_keys(struct vrdma_context* a, const char* sock_b, double seconds) {
+  signal(SIGUSR1, stop_now);
   struct vrdma_context* b = vrdma_open(sock_b);
   if (!b) return die("open the other router");
   struct vrdma_pd *pa = vrdma_alloc_pd(a), *pb = vrdma_alloc_pd(b);
@@ -731,9 +743,10 @@ static int remote_keys(struct vrdma_context* a, const char* sock_b, double secon
   if (!qa || !qb) return die("qps");
   if (connect_both(qb, qa)) return die("connect");
   long ops = 0, refused = 0, inflight = 0;
+  int first_other = 0; /* the first status other than a refusal */
   uint32_t rkey = 1;
-  double until = now_ms() + seconds * 1000;
-  while (now_ms() < until) {
+  double until = now_ms() + seconds * 1000, last = now_ms(), worst_gap = 0;
+  while (now_ms() < until && !told_to_stop) {
     for (; inflight < 32; ++inflight) {
       struct vrdma_sge sge = {(uint64_t)(uintptr_t)ma->addr, 64, ma->lkey};
       struct vrdma_send_wr wr = {0}, *bad;
@@ -748,10 +761,18 @@ static int remote_keys(struct vrdma_context* a, const char* sock_b, double secon
     struct vrdma_wc wc[32];
     int n = vrdma_poll_cq(ca, 32, wc);
     if (n < 0) return die("poll");
-    for (int i = 0; i < n; ++i, --inflight, ++ops) refused += wc[i].status != VRDMA_WC_SUCCESS;
+    if (n > 0) {
+      double t = now_ms();
+      if (t - last > worst_gap) worst_gap = t - last;
+      last = t;
+    }
+    for (int i = 0; i < n; ++i, --inflight, ++ops) {
+      refused += wc[i].status == VRDMA_WC_REM_ACCESS_ERR;
+      if (wc[i].status != VRDMA_WC_REM_ACCESS_ERR && !first_other) first_other = wc[i].status;
+    }
     if (!n) usleep(50);
   }
-  printf("ops=%ld refused=%ld\n", ops, refused);
+  printf("ops=%ld refused=%ld other_status=%d worst_gap_ms=%.0f\n", ops, refused, first_other, worst_gap);
   return 0;
 }
 
