@@ -12,7 +12,9 @@
  * the router of SOCKET; zero-length WRITE, READ and WRITE with immediate under rkey 0, each of
  * which must succeed as on InfiniBand, and the immediate must arrive), sges, sges-router and
  * sges-remote:SOCKET (the same three placements: a WRITE gathered from 8 SGEs, a READ scattered
- * into 8, a SEND of 8 into a receive of 8, every byte checked).
+ * into 8, a SEND of 8 into a receive of 8, every byte checked), path, path-router and
+ * path-remote:SOCKET (the same placements: vrdma_qp_router_path says 0, 1 and 1 once connected, 0
+ * before).
  * A step prefixed with '!' must fail. Each step prints one line: "ok STEP" or
  * "fail STEP errno=N: why". Exit 0 when every step did as expected, 1 when one did not.
  */
@@ -94,6 +96,19 @@ static int zero_length_ops(struct vrdma_context* a, struct vrdma_context* b, uns
   int n = 0;
   for (int spins = 0; n == 0 && spins < 20000; ++spins, usleep(n ? 0 : 100)) n = vrdma_poll_cq(cb, 1, &got);
   return n == 1 && got.status == VRDMA_WC_SUCCESS && got.wr_id == 7 && got.imm_data == 0x2a ? 0 : -EIO;
+}
+
+/* A pair of QPs from `a` to `b`: vrdma_qp_router_path says 0 before connecting and `expected` after,
+ * on both ends. */
+static int path_of(struct vrdma_context* a, struct vrdma_context* b, unsigned flags, int expected) {
+  struct two_ends e;
+  if (connect_ends(a, b, flags, 64, VRDMA_ACCESS_LOCAL_WRITE, &e)) return -errno;
+  struct vrdma_pd* pd = vrdma_alloc_pd(a);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(a, 4) : NULL;
+  struct vrdma_qp_init_attr at = {cq, cq, 4, 4, 0, 0, flags, NULL};
+  struct vrdma_qp* fresh = cq ? vrdma_create_qp(pd, &at) : NULL;
+  if (!fresh || vrdma_qp_router_path(fresh) != 0) return -EPROTO;
+  return vrdma_qp_router_path(e.qa) == expected && vrdma_qp_router_path(e.qb) == expected ? 0 : -EPROTO;
 }
 
 static int wait_wc(struct vrdma_cq* cq, struct vrdma_wc* wc) {
@@ -226,6 +241,13 @@ static int step(struct vrdma_context* ctx, const char* s) {
     struct vrdma_context* other = vrdma_open(s + 12);
     if (!other) return -errno;
     return zero_length_ops(ctx, other, 0);  /* the other context is left to the process's end */
+  }
+  if (strcmp(s, "path") == 0) return path_of(ctx, ctx, 0, 0);
+  if (strcmp(s, "path-router") == 0) return path_of(ctx, ctx, VRDMA_QP_ROUTER_PATH, 1);
+  if (strncmp(s, "path-remote:", 12) == 0) {
+    struct vrdma_context* other = vrdma_open(s + 12);
+    if (!other) return -errno;
+    return path_of(ctx, other, 0, 1);
   }
   if (strcmp(s, "sges") == 0) return eight_sge_ops(ctx, ctx, 0);
   if (strcmp(s, "sges-router") == 0) return eight_sge_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);

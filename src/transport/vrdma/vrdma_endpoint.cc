@@ -53,7 +53,8 @@ int opcode_of(Op op) {
 
 class VrdmaEp final : public Endpoint {
  public:
-  VrdmaEp(vrdma_cq* cq, vrdma_qp* qp) : cq_(cq), qp_(qp) {}
+  VrdmaEp(vrdma_cq* cq, vrdma_qp* qp, std::shared_ptr<std::atomic<bool>> routed)
+      : cq_(cq), qp_(qp), routed_(std::move(routed)) {}
   ~VrdmaEp() override {
     vrdma_destroy_qp(qp_);
     vrdma_destroy_cq(cq_);
@@ -67,6 +68,7 @@ class VrdmaEp final : public Endpoint {
   Status connect(std::span<const uint8_t> peer) override {
     if (vrdma_connect_qp(qp_, peer.data(), peer.size()) != 0)
       return {Errc::io, fmt::format("vrdma: connecting QP {:#x}: {}", vrdma_qp_num(qp_), vrdma_last_error())};
+    if (vrdma_qp_router_path(qp_)) routed_->store(true, std::memory_order_relaxed);
     return {};
   }
   Status set_remote(const RemoteRegion& r) override {
@@ -178,6 +180,7 @@ class VrdmaEp final : public Endpoint {
 
   vrdma_cq* cq_;
   vrdma_qp* qp_;
+  std::shared_ptr<std::atomic<bool>> routed_;
   uint64_t base_ = 0;
   uint32_t rkey_ = 0;
   std::string err_;
@@ -186,7 +189,7 @@ class VrdmaEp final : public Endpoint {
 }  // namespace
 
 Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd, const EndpointOptions& o,
-                                                bool router_path) {
+                                                bool router_path, std::shared_ptr<std::atomic<bool>> routed) {
   vrdma_cq* cq = vrdma_create_cq(ctx, int(o.depth + o.rx_slots + 16));
   if (!cq) return Status(Errc::io, fmt::format("vrdma: create_cq: {}", vrdma_last_error()));
   vrdma_qp_init_attr a{};
@@ -204,7 +207,7 @@ Result<std::unique_ptr<Endpoint>> open_endpoint(vrdma_context* ctx, vrdma_pd* pd
     vrdma_destroy_cq(cq);
     return st;
   }
-  return std::unique_ptr<Endpoint>(new VrdmaEp(cq, qp));
+  return std::unique_ptr<Endpoint>(new VrdmaEp(cq, qp, std::move(routed)));
 }
 
 }  // namespace rb::transport::vrdma

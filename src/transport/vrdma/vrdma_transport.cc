@@ -43,23 +43,29 @@ class VrdmaDomain final : public Domain {
     vrdma_dealloc_pd(pd_);
     vrdma_close(ctx_);
   }
-  const Caps& caps() const override { return caps_; }
+  // Once an endpoint has connected on the router path (its peer on another host), the target must
+  // poll to give the routers the core: the caps say so from then on.
+  const Caps& caps() const override {
+    caps_.target_progress = router_path_ || routed_->load(std::memory_order_relaxed);
+    return caps_;
+  }
   const DomainInfo& info() const override { return info_; }
   Result<std::unique_ptr<HostMemory>> allocate(size_t len) override { return vrdma::allocate(pd_, regions_, len); }
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) override {
     return register_range(pd_, *regions_, addr, len);
   }
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
-    return vrdma::open_endpoint(ctx_, pd_, o, router_path_);
+    return vrdma::open_endpoint(ctx_, pd_, o, router_path_, routed_);
   }
 
  private:
   vrdma_context* ctx_;
   vrdma_pd* pd_;
   std::shared_ptr<Regions> regions_;
-  Caps caps_;
+  mutable Caps caps_;
   DomainInfo info_;
   bool router_path_;
+  std::shared_ptr<std::atomic<bool>> routed_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& a) {

@@ -210,6 +210,8 @@ vrdma_qp* vrdma_create_qp(vrdma_pd* pd, const vrdma_qp_init_attr* a) {
 
 uint32_t vrdma_qp_num(const vrdma_qp* qp) { return qp->impl->num(); }
 
+int vrdma_qp_router_path(const vrdma_qp* qp) { return qp->impl->router_path() ? 1 : 0; }
+
 int vrdma_qp_address(const vrdma_qp* qp, void* buf, size_t len) {
   if (len < VRDMA_ADDRESS_BYTES) return set_error(EINVAL, "a QP address needs VRDMA_ADDRESS_BYTES");
   qp->impl->address(static_cast<uint8_t*>(buf));

@@ -246,6 +246,11 @@ uint32_t vrdma_qp_num(const struct vrdma_qp *qp);
 int vrdma_qp_address(const struct vrdma_qp *qp, void *buf, size_t len);
 /* Connects to the peer QP at `address`; both sides connect to each other. */
 int vrdma_connect_qp(struct vrdma_qp *qp, const void *address, size_t len);
+/* 1 when the router moves this QP's bytes (VRDMA_QP_ROUTER_PATH, the tenant's path, or a peer on
+ * another host), 0 when the peers' libraries do (the direct path) or before it is connected. A
+ * target of the router path should poll its CQ while it waits: an empty poll now and then gives
+ * the core away, which the router may need to move the bytes it waits for. */
+int vrdma_qp_router_path(const struct vrdma_qp *qp);
 
 /* Where this context's router listens for other hosts' routers (vrdmad --listen); ip is IPv6 or
  * IPv4-mapped, and all zero with port 0 when it does not listen. */
