@@ -110,6 +110,8 @@ compare: build
 	python3 bench/vrdma_table.py $(BUILD)
 	python3 bench/verbs_vs_rdmabench.py $(BUILD)
 	python3 bench/verbs_two_hosts.py $(BUILD)
+	python3 bench/floors.py $(BUILD)
+	python3 bench/floors.py --loaded $(BUILD)
 
 # A job on loopback (or the job's --addr), then plots, summary and comparison in report/README.md.
 # Every file the report writes is removed first, so nothing of an earlier report is left over.

@@ -21,39 +21,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "build")
-sys.path.insert(0, str(ROOT / "tests" / "netns"))
-import testbed  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+import two_hosts  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 ITERS = 5000
 SIZES = [64, 4096]
-ROUTER_PORT = 7600
 PERFTEST_PORT = 18515 + 32
 BENCH_PORT = 7471 + 32
-
-
-class Host:
-    def __init__(self, bed, side, d):
-        self.bed, self.side, self.sock = bed, side, str(d / f"{side}.sock")
-        self.addr = bed.addr(1, side)
-        # The routers prove the cluster's key to each other, as a deployment's do.
-        key, config = d / "link.key", d / "cluster.toml"
-        if not key.exists():
-            key.write_text(os.urandom(32).hex() + "\n")
-            key.chmod(0o600)
-            config.write_text(f'[router]\nlink_key = "{key}"\n')
-        self.router = subprocess.Popen(bed.exec_argv(side, [str(BUILD / "vrdmad"), "--socket", self.sock, "--listen",
-                                                            f"{self.addr}:{ROUTER_PORT}", "--fabric", "ofi:tcp",
-                                                            "--config", str(config), "-q"]))
-        for _ in range(100):
-            if Path(self.sock).exists():
-                return
-            time.sleep(0.05)
-        raise SystemExit(f"vrdmad on host {side} did not start")
-
-    def argv(self, argv, nice=0):
-        pre = ["nice", "-n", str(nice)] if nice else []
-        return self.bed.exec_argv(self.side, [*pre, "env", f"VRDMA_SOCKET={self.sock}", *argv])
 
 
 def perftest(srv, cli, size, nice=0):
@@ -93,27 +68,15 @@ ROWS = [
 
 
 def main():
-    ok, why = testbed.available()
-    if not ok:
-        raise SystemExit(f"verbs_two_hosts: no network namespace test bed here: {why}")
     if not shutil.which("ib_write_lat") or not (BUILD / "vrdma-run").exists():
         raise SystemExit("needs perftest (apt-get install perftest libpci3) and vrdma-run (libibverbs-dev at build)")
-    testbed.reap_stale()
-    d = Path(tempfile.mkdtemp(prefix="verbs-two-hosts-"))
     got = {(label, size): [] for label, _ in ROWS for size in SIZES}
-    with testbed.Testbed(rails=1) as bed:
-        hosts = [Host(bed, "a", d), Host(bed, "b", d)]
-        try:
-            for rnd in range(ROUNDS):
-                for size in SIZES:
-                    for label, run in ROWS:  # the rows take turns
-                        got[(label, size)].append(run(hosts[0], hosts[1], size))
-                print(f"round {rnd + 1}/{ROUNDS} done", file=sys.stderr)
-        finally:
-            for h in hosts:
-                h.router.kill()
-                h.router.wait()
-    shutil.rmtree(d, ignore_errors=True)
+    with two_hosts.Hosts(BUILD) as hosts:
+        for rnd in range(ROUNDS):
+            for size in SIZES:
+                for label, run in ROWS:  # the rows take turns
+                    got[(label, size)].append(run(hosts[0], hosts[1], size))
+            print(f"round {rnd + 1}/{ROUNDS} done", file=sys.stderr)
     write_section(got)
 
 

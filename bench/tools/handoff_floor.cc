@@ -5,6 +5,8 @@
 //              would each wait out the other's time slice)
 //   two cores: CPU 0 and CPU 1, each spinning
 // Prints "same_core_ns two_cores_ns" on one line, each the best of three passes.
+//   handoff_floor [ROUND_TRIPS]   (default 100000; fewer where busy loops share the cores, each
+//                                 round trip then waiting for their time slices)
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -19,7 +21,7 @@
 
 namespace {
 
-constexpr long kRoundTrips = 100000;
+constexpr long kRoundTrips = 100000;  // unless argv[1] says
 
 // Two counters on cache lines of their own: one each way.
 struct Shared {
@@ -43,7 +45,7 @@ void wait_for(const std::atomic<long>& v, long want, bool yield) {
 }
 
 // One pass: ns one way.
-double pass(int cpu_a, int cpu_b, bool yield) {
+double pass(int cpu_a, int cpu_b, bool yield, long round_trips) {
   void* m = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
     std::perror("handoff_floor: mmap");
@@ -53,7 +55,7 @@ double pass(int cpu_a, int cpu_b, bool yield) {
   pid_t echo = fork();
   if (echo == 0) {
     pin(cpu_b);
-    for (long i = 1; i <= kRoundTrips; ++i) {
+    for (long i = 1; i <= round_trips; ++i) {
       wait_for(s->ping, i, yield);
       s->pong.store(i, std::memory_order_release);
     }
@@ -61,25 +63,26 @@ double pass(int cpu_a, int cpu_b, bool yield) {
   }
   pin(cpu_a);
   auto t0 = std::chrono::steady_clock::now();
-  for (long i = 1; i <= kRoundTrips; ++i) {
+  for (long i = 1; i <= round_trips; ++i) {
     s->ping.store(i, std::memory_order_release);
     wait_for(s->pong, i, yield);
   }
   double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   waitpid(echo, nullptr, 0);
   munmap(m, sizeof(Shared));
-  return ns / double(kRoundTrips) / 2;
+  return ns / double(round_trips) / 2;
 }
 
-double best_of_three(int cpu_a, int cpu_b, bool yield) {
-  double best = pass(cpu_a, cpu_b, yield);
-  for (int i = 0; i < 2; ++i) best = std::min(best, pass(cpu_a, cpu_b, yield));
+double best_of_three(int cpu_a, int cpu_b, bool yield, long round_trips) {
+  double best = pass(cpu_a, cpu_b, yield, round_trips);
+  for (int i = 0; i < 2; ++i) best = std::min(best, pass(cpu_a, cpu_b, yield, round_trips));
   return best;
 }
 
 }  // namespace
 
-int main() {
-  std::printf("%.1f %.1f\n", best_of_three(0, 0, true), best_of_three(0, 1, false));
+int main(int argc, char** argv) {
+  long round_trips = argc > 1 ? std::max(1L, std::atol(argv[1])) : kRoundTrips;
+  std::printf("%.1f %.1f\n", best_of_three(0, 0, true, round_trips), best_of_three(0, 1, false, round_trips));
   return 0;
 }
