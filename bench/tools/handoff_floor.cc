@@ -9,6 +9,7 @@
 //                                 round trip then waiting for their time slices)
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ double pass(int cpu_a, int cpu_b, bool yield, long round_trips) {
   auto* s = new (m) Shared;
   pid_t echo = fork();
   if (echo == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent killed (a timed-out run) leaves no echo behind
     pin(cpu_b);
     for (long i = 1; i <= round_trips; ++i) {
       wait_for(s->ping, i, yield);
