@@ -204,11 +204,14 @@ Status Router::run(int stop_fd) {
 // libfabric 1.17 can keep saying it has work (fi_trywait fails) while it has none to give: a frame
 // it never consumes (a stranger's 16-byte one with a zero header size) keeps its socket readable.
 // Spinning on that cost a core for as long as the connection lived. After kStuckTurns such turns
-// in a row the fabric's fd leaves the loop's epoll set and the fabric is polled every millisecond
-// (the link guard shuts the connection within seconds), until fi_trywait succeeds again.
+// in a row lasting kStuckNs at least (a link's handshake fails fi_trywait for 5-8 ms with nothing
+// to give: every new link was taken for stuck), the fabric's fd leaves the loop's epoll set and the
+// fabric is polled every millisecond (the link guard shuts the connection within seconds), until
+// fi_trywait succeeds again.
 bool Router::fabric_stuck(bool moved, bool pending) {
+  if (pending && !moved && stuck_turns_ == 0) stuck_since_ns_ = now_ns();
   stuck_turns_ = pending && !moved ? stuck_turns_ + 1 : 0;
-  if (!fabric_muted_ && stuck_turns_ >= kStuckTurns) {
+  if (!fabric_muted_ && stuck_turns_ >= kStuckTurns && now_ns() - stuck_since_ns_ >= kStuckNs) {
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fabric_->wait_fd(), nullptr);
     fabric_muted_ = true;
     log_limited("link stuck", "link: the fabric says it has work and gives none (a frame it never takes): "
