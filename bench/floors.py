@@ -143,6 +143,8 @@ GOALS = {
     "two hosts, 64 B WRITE p50 (us)": ("<=", 1.5),
     "two hosts, 1 MiB WRITE (Gb/s)": (">=", 0.8),
 }
+# Rows held to the spinning hand-off (handoff_floor), a floor only where nothing else wants the cores.
+SPINNING_FLOORS = {"router path, 64 B WRITE p50 (us), beside the hand-off floor"}
 PEERS = {
     "direct path, 8 B put p50 (us)": "ucx_perftest ucp_put_lat, posix",
     "direct path, 64 B put rate (Mops/s)": "ucx_perftest ucp_put_bw, posix",
@@ -177,9 +179,12 @@ def row_line(label, runs):
     ratios = [r[0] / r[1] for r in runs if r[1]]
     ratio = statistics.median(ratios)
     met = ratio <= goal if op == "<=" else ratio >= goal
+    verdict = f"{op} {goal}x: {'met' if met else 'not met'}"
+    if LOADED and label in SPINNING_FLOORS:  # beside busy loops a spinning hand-off waits out their slices
+        verdict = "quiet machine only: beside busy loops the spinning hand-off is no floor, the wake-up floor is"
     floor = f"{cell(f)} ({statistics.median(a / b for a, b in zip(v, f)):.2f}x)" if f and len(f) == len(v) else "-"
     return (f"| {label} | {cell(v)} | {PEERS[label]}: {cell(p)} | {ratio:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) "
-            f"| {op} {goal}x: {'met' if met else 'not met'} | {floor} |")
+            f"| {verdict} | {floor} |")
 
 
 def main():
