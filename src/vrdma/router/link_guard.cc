@@ -39,7 +39,7 @@ struct LinkGuard::Conn {
   int64_t first_ns = 0;
   bool silent = false;    // nothing received yet
   bool accepted = false;  // on the --listen port (else one this router made)
-  bool stuck = false;     // the same bytes unread for limits_.stuck_ns
+  bool stuck = false;     // bytes waiting, and none read, for limits_.stuck_ns
   sockaddr_storage self{}, peer{};
 };
 
