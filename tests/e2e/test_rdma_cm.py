@@ -5,13 +5,15 @@ between the two programs; every byte of RDMA goes through the routers, checked w
 programs offer it (rping -V validates each ping)."""
 import shutil
 import socket
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import run
-from test_verbs_interop import (CMD_TIMEOUT, PERFTESTS, hosts, one_host, pair, routers_said,  # noqa: F401
-                                two_hosts)
+from test_verbs_interop import (CMD_TIMEOUT, PERFTESTS, Host, hosts, one_host, pair, routers_said,  # noqa: F401
+                                serving, two_hosts)
 
 RDMACM_UTILS = ["rping", "ucmatose", "udaddy", "rdma_server", "rdma_client"]
 
@@ -210,3 +212,46 @@ def test_a_passive_side_that_never_replies_fails_the_connect_within_a_bound(one_
         took = time.monotonic() - started
     assert r.returncode != 0, r.stdout + r.stderr
     assert 4 < took < 15, f"rping gave up after {took:.1f} s"
+
+
+NOBODY = 65534
+
+
+@pytest.fixture(scope="module")
+def shared_host():
+    """One router whose socket every uid reaches; with no config, each uid is a tenant of its own."""
+    d = Path(tempfile.mkdtemp(prefix="vrdma-cm-tenants-"))
+    d.chmod(0o755)
+    h = Host(d, "shared")
+    try:
+        yield h
+    finally:
+        h.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def as_nobody(host, argv):
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *host.argv(argv)]
+
+
+@pytest.mark.parametrize("prog", ["rping", "udaddy"])
+def test_another_tenants_request_never_reaches_the_listener(shared_host, free_port, prog):
+    """Probe 11: another uid's (another tenant's) client asked a tenant's rdma_cm listener for a
+    connection over their own TCP, and the listener took it: udaddy's server gave the stranger its
+    QP number and Q_Key and served it instead of its own client (who then found nobody), rping's
+    server failed on it. Now a request carries its tenant's MAC, and one of another tenant is
+    dropped before the program hears of it: the stranger fails, the tenant's own client is served."""
+    if prog == "rping":
+        server = ["rping", "-s", "-a", "127.0.0.1", "-p", str(free_port), "-C", "5", "-V"]
+        client = ["rping", "-c", "-a", "127.0.0.1", "-p", str(free_port), "-C", "5", "-V"]
+    else:
+        server, client = ["udaddy", "-C", "5"], ["udaddy", "-C", "5", "-s", "127.0.0.1"]
+    with serving(shared_host, server) as srv:
+        stranger = run(as_nobody(shared_host, client), timeout=CMD_TIMEOUT)
+        assert stranger.returncode != 0, stranger.stdout + stranger.stderr
+        assert srv.poll() is None, "the listener took the stranger's request: " + srv.stdout.read()
+        own = run(shared_host.argv(client), timeout=CMD_TIMEOUT)
+        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+    assert own.returncode == 0, own.stdout + own.stderr + out
+    assert srv.returncode == 0, out
+    assert "a connection request came from another tenant" in out, out

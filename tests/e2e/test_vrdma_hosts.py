@@ -270,3 +270,47 @@ def test_a_tenant_killed_mid_stream_leaves_both_routers_serving(hosts, free_port
         r = client(hosts, port, ["--op", op, "--mode", "bw", "--size", "64K", "--iters", "200", "--validate"])
         assert r.returncode == 0, r.stderr
         assert srv.wait(timeout=10) == 0
+
+
+FLOOD = str(Path(rdmabench_path()).parent / "vrdma_link_flood")
+
+
+def link_conns(h, side):
+    """Connections established to `side`'s router port."""
+    r = run(h.bed.exec_argv(side, ["ss", "-Htn", "state", "established", f"( sport = :{ROUTER_PORT} )"]), timeout=10)
+    return len([line for line in r.stdout.splitlines() if line.strip()])
+
+
+def test_a_strangers_held_connections_neither_push_out_a_router_nor_stay(hosts, free_port):
+    """Probe 11: a stranger (uid nobody) on host b spoke once on each of 40 connections to a's
+    --listen port (as a replayed connection request does) and held them for ever; past the cap
+    of one host's connections (32), a's guard then shut router b's own new connection, and every
+    QP across the two hosts failed. Now routers vouch for the connections they make: what no
+    router vouched for goes within 10 s, and past the cap the oldest unvouched go first."""
+    stranger = subprocess.Popen(
+        hosts.bed.exec_argv("b", ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", FLOOD,
+                                  f"{hosts.bed.addr(1, 'a')}:{ROUTER_PORT}", f"{hosts.bed.addr(1, 'b')}:20000", "40",
+                                  "hold:40"]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while link_conns(hosts, "a") < 33 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert link_conns(hosts, "a") >= 33, "the stranger's connections did not come up"
+        hosts.routers["b"].kill()  # its next connection to a is newer than all the stranger's
+        hosts.routers["b"].wait(timeout=10)
+        hosts.start_router("b")
+        started = time.monotonic()
+        with server(hosts, free_port) as srv:
+            r = client(hosts, free_port, ["--op", "write", "--mode", "lat", "--size", "64", "--duration", "4",
+                                          "--validate"])
+            assert r.returncode == 0, r.stderr
+            assert srv.wait(timeout=10) == 0, srv.stderr.read()
+        time.sleep(max(0.0, started + 13 - time.monotonic()))
+        assert stranger.poll() is None, stranger.stderr.read()
+        held = link_conns(hosts, "a")
+        assert held <= 3, f"{held} connections to a's port 13 s on: the stranger's are held"
+        assert "no router vouched for" in hosts.log("a")
+    finally:
+        stranger.kill()
+        stranger.wait(timeout=10)

@@ -102,6 +102,13 @@ const char* vrdma_tenant(const vrdma_context* ctx) { return ctx->impl->tenant().
 
 int vrdma_tenant_routed(const vrdma_context* ctx) { return ctx->impl->direct_allowed() ? 0 : 1; }
 
+int vrdma_cm_sign(vrdma_context* ctx, const void* bytes, size_t len, unsigned char mac[32]) {
+  auto r = ctx->impl->cm_sign({static_cast<const uint8_t*>(bytes), len});
+  if (failed(r)) return -r.error.err;
+  std::memcpy(mac, r.value->data(), 32);
+  return 0;
+}
+
 vrdma_pd* vrdma_alloc_pd(vrdma_context* ctx) {
   auto r = ctx->impl->alloc_pd();
   if (failed(r)) return nullptr;

@@ -315,4 +315,17 @@ Call<std::string> Context::stats(proto::StatsFormat format) {
   return done(std::string(tail.begin(), tail.end()));
 }
 
+Call<std::array<uint8_t, 32>> Context::cm_sign(std::span<const uint8_t> bytes) {
+  using Mac = std::array<uint8_t, 32>;
+  proto::CmSign req;
+  if (bytes.size() > sizeof req.bytes) return fail<Mac>(EINVAL, "vrdma_cm_sign: at most 256 bytes are signed");
+  req.len = uint32_t(bytes.size());
+  std::memcpy(req.bytes, bytes.data(), bytes.size());
+  auto a = ask(proto::Type::cm_sign, req, proto::Type::cm_signed);
+  if (!a.ok()) return fail<Mac>(a.error.err, a.error.message);
+  Mac mac;
+  std::memcpy(mac.data(), a.value->msg.as<proto::CmSigned>().mac, mac.size());
+  return done(mac);
+}
+
 }  // namespace rb::vrdma

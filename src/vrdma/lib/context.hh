@@ -3,6 +3,7 @@
 // and its reply at a time (the context's lock), every wait bounded so a dead router is an error
 // within kReplyTimeoutMs, never a hang.
 #include <cstdint>
+#include <array>
 #include <atomic>
 #include <map>
 #include <thread>
@@ -103,6 +104,8 @@ class Context {
   // takes the buffer's pages (mapped over them) and goes to the router as the region.
   Call<std::unique_ptr<Region>> reg_mr(uint32_t pd, void* addr, uint64_t len, uint32_t access);
   Call<std::string> stats(proto::StatsFormat format);
+  // The router's MAC of our tenant and `bytes` (rdma_cm messages: proto::CmSign).
+  Call<std::array<uint8_t, 32>> cm_sign(std::span<const uint8_t> bytes);
   Call<uint32_t> create_qp(uint32_t pd, int memfd, uint64_t mem_len, int doorbell, uint32_t srq);
   Call<uint32_t> create_srq(uint32_t pd, int memfd, uint64_t mem_len);
   Call<bool> destroy_srq(uint32_t srq);

@@ -31,6 +31,8 @@ const char* type_name(Type t) {
     case Type::create_ah: return "create_ah";
     case Type::destroy_ah: return "destroy_ah";
     case Type::peer_srq: return "peer_srq";
+    case Type::cm_sign: return "cm_sign";
+    case Type::cm_signed: return "cm_signed";
   }
   return "unknown";
 }
@@ -62,6 +64,8 @@ std::optional<size_t> body_size(Type t) {
     case Type::send_doorbell: return sizeof(Handle);
     case Type::create_srq: return sizeof(CreateSrq);
     case Type::create_ah: return sizeof(CreateAh);
+    case Type::cm_sign: return sizeof(CmSign);
+    case Type::cm_signed: return sizeof(CmSigned);
   }
   return std::nullopt;
 }

@@ -16,7 +16,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kMagic = 0x31445256;  // "VRD1" little-endian
-constexpr uint16_t kVersion = 7;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs, address handles, SRQs on the direct path
+constexpr uint16_t kVersion = 8;  // 6: a region is a window of its memfd (RegMr, Granted: offset); 7: datagram QPs, address handles, SRQs on the direct path; 8: cm_sign
 constexpr size_t kMaxMessage = 4096;     // the largest packet either side accepts
 constexpr size_t kNameBytes = 64;        // a tenant name, NUL padded
 
@@ -46,6 +46,8 @@ enum class Type : uint16_t {
   create_ah,     // client: CreateAh (another host's router); reply Handle (the address handle)
   destroy_ah,    // client: Handle (the address handle); reply done
   peer_srq,      // client: Handle (its QP, connected on the direct path); reply done with the peer's SRQ memfd
+  cm_sign,       // client: CmSign; reply cm_signed (CmSigned): the tenant's MAC of the bytes
+  cm_signed,     // router -> client
 };
 const char* type_name(Type t);
 
@@ -117,6 +119,18 @@ struct StatsAsk {
   uint32_t format = 0;  // StatsFormat
   uint32_t pad = 0;
 };
+// What two processes' connection managers say to each other (rdmacm/wire.hh) carries the MAC of
+// their tenant: the router's HMAC-SHA256 of the tenant's name and these bytes under a key of its
+// own (derived from the cluster's key, so routers of one cluster agree). A process signs what it
+// sends and checks what it receives by signing it too: only its tenant's MACs match.
+struct CmSign {
+  static constexpr size_t kMaxBytes = 256;
+  uint32_t len = 0, pad = 0;
+  uint8_t bytes[kMaxBytes] = {};
+};
+struct CmSigned {
+  uint8_t mac[32] = {};
+};
 struct StatsText {
   uint32_t len = 0;
 };
@@ -176,6 +190,8 @@ template <> constexpr Type type_of<Error>() { return Type::error; }
 template <> constexpr Type type_of<RegMr>() { return Type::reg_mr; }
 template <> constexpr Type type_of<MrGranted>() { return Type::mr_granted; }
 template <> constexpr Type type_of<StatsText>() { return Type::stats_text; }
+template <> constexpr Type type_of<CmSign>() { return Type::cm_sign; }
+template <> constexpr Type type_of<CmSigned>() { return Type::cm_signed; }
 template <> constexpr Type type_of<CreateQp>() { return Type::create_qp; }
 template <> constexpr Type type_of<CreateSrq>() { return Type::create_srq; }
 template <> constexpr Type type_of<QpCreated>() { return Type::qp_created; }

@@ -118,6 +118,7 @@ std::optional<size_t> link_body_size(LinkType t) {
     case LinkType::hello:
     case LinkType::hello_reply: return sizeof(LinkHello);
     case LinkType::datagram: return sizeof(LinkDatagram);
+    case LinkType::conn_proof: return sizeof(LinkConnProof);
   }
   return std::nullopt;
 }

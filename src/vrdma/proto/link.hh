@@ -21,7 +21,7 @@
 namespace rb::vrdma::proto {
 
 constexpr uint32_t kLinkMagic = 0x4b4c5256;  // "VRLK"
-constexpr uint16_t kLinkVersion = 4;  // 2: every message ends in a trailer (router/link_auth.hh); 3: 8 pieces an op; 4: datagrams
+constexpr uint16_t kLinkVersion = 5;  // 2: every message ends in a trailer (router/link_auth.hh); 3: 8 pieces an op; 4: datagrams; 5: conn_proof
 constexpr uint32_t kLinkInline = 4096;         // payload an op carries itself; larger ones are pulled
 constexpr size_t kLinkMessage = 512 + kLinkInline;  // the largest link message
 
@@ -37,6 +37,7 @@ enum class LinkType : uint16_t {
   hello,          // LinkHello: a --peer link formed before the first QP needs it; reply hello_reply
   hello_reply,
   datagram,       // LinkDatagram (+ the message): for a datagram QP of yours; no reply
+  conn_proof,     // LinkConnProof: these connections to your --listen port are mine; no reply
 };
 
 std::string to_string(const RouterAddress& a);
@@ -112,6 +113,13 @@ struct LinkRevoke {
 };
 struct LinkHello {
   uint64_t pad = 0;
+};
+// The ends (address, port) of the TCP connections the sender made to the recipient's --listen
+// port: its link guard keeps those and shuts what no router vouched for (router/link_guard.hh).
+struct LinkConnProof {
+  static constexpr uint32_t kMaxEnds = 16;
+  uint32_t count = 0, pad = 0;
+  RouterAddress ends[kMaxEnds];
 };
 struct LinkQpGone {
   uint32_t qp = 0, peer_qp = 0;

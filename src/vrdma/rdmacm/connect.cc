@@ -49,8 +49,7 @@ int fill(Id& id, Message& m, Kind kind, const rdma_conn_param* p, uint8_t max) {
 
 // A UD id's accept (IB's SIDR reply): the QP's number and Q_Key go back, and the exchange ends;
 // no RTU comes and no ESTABLISHED is posted on this side.
-int accept_datagrams(Id& id, Message& rep) {
-  rep.psn = RDMA_UDP_QKEY;  // a datagram reply carries the Q_Key where a connection's has its PSN
+int accept_datagrams(Id& id, const Message& rep) {
   std::lock_guard lock(id.channel->read_mu);
   bool sent = send_message(id.sock.get(), rep);
   close_locked(id);
@@ -90,6 +89,9 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
   id.psn = random_psn();
   Message req;
   if (fill(id, req, Kind::req, param, kReqPrivate) != 0) return -1;
+  fresh_nonce(req.nonce);
+  std::memcpy(id.req_nonce, req.nonce, sizeof id.req_nonce);
+  if (!sign(req)) return -1;
   if (param) id.responder_resources = param->responder_resources, id.initiator_depth = param->initiator_depth;
   const sockaddr_storage& dst = id.base.route.addr.dst_storage;
   rb::UniqueFd s(kernel_socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -124,6 +126,9 @@ RDMACM_EXPORT int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
   }
   Message rep;
   if (fill(id, rep, Kind::rep, param, kRepPrivate) != 0) return -1;
+  std::memcpy(rep.nonce, id.peer.nonce, sizeof rep.nonce);  // the REP answers this REQ only
+  if (id.base.ps == RDMA_PS_UDP) rep.psn = RDMA_UDP_QKEY;  // a datagram reply carries the Q_Key where a connection's has its PSN
+  if (!sign(rep)) return -1;
   if (id.base.ps == RDMA_PS_UDP) return accept_datagrams(id, rep);
   if (connect_qp(id) != 0) return -1;
   {

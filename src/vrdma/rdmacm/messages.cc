@@ -6,7 +6,9 @@
 #include <sys/time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "vrdma/rdmacm/state.hh"
 
@@ -85,7 +87,19 @@ void lost(Id& id) {
   }
 }
 
+// Said once a process: a program's stderr is not another tenant's to fill.
+void say_other_tenant(const char* what) {
+  static std::once_flag once;
+  std::call_once(once, [&] { say("%s came from another tenant (or a router of another cluster): refused", what); });
+}
+
 void on_reply(Id& id, const Message& m) {
+  if (std::memcmp(m.nonce, id.req_nonce, sizeof m.nonce) != 0 || !from_our_tenant(m)) {
+    say_other_tenant("a connect's reply");
+    close_locked(id);
+    id.state = State::idle;
+    return post(id, RDMA_CM_EVENT_UNREACHABLE, -EACCES);
+  }
   id.peer = m;
   std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
   if (id.base.ps == RDMA_PS_UDP) {  // the remote QP and Q_Key: the program makes its address handle
@@ -152,6 +166,10 @@ void on_readable(Id& id) {
   switch (m.kind) {
     case Kind::req:
       if (id.state != State::awaiting_req) return lost(id);
+      if (!from_our_tenant(m)) {  // never the program's: it hears nothing of it
+        say_other_tenant("a connection request");
+        return lost(id);
+      }
       id.peer = m;
       std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
       id.state = State::requested;

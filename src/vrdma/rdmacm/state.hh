@@ -83,6 +83,7 @@ struct Id {
   int backlog = 0;
   Message peer;               // the peer's REQ (passive side) or REP (active side)
   uint32_t psn = 0;           // our QP's first PSN
+  uint8_t req_nonce[16] = {};  // the nonce of our REQ (active side): its REP must carry it back
   uint8_t responder_resources = 1, initiator_depth = 1;
   std::optional<ibv_qp_init_attr> child_qp;  // rdma_create_ep on a listener: the QP each request gets
   ibv_pd* child_pd = nullptr;
@@ -123,6 +124,13 @@ void set_deadlines(int fd);
 ibv_gid local_gid();
 // For a synchronous id: the next event for it, which must be `want` (its status as errno if not).
 int wait_for(Id& id, rdma_cm_event_type want);
+
+// A REQ's or REP's MAC of its tenant (tenant_mac.cc): sign fills m.mac (false, errno set, when the
+// router cannot); from_our_tenant says whether a peer's message carries our tenant's MAC.
+bool sign(Message& m);
+bool from_our_tenant(const Message& m);
+// A fresh random nonce for a REQ.
+void fresh_nonce(uint8_t out[16]);
 
 // The messages a socket brings, and the QP steps they make (with the channel's read_mu held).
 void on_readable(Id& id);

@@ -4,6 +4,9 @@
 // (REQ, REP, RTU, REJ, DREQ), each a fixed-size record. They carry what each side's QP needs of the
 // other (its number, its first PSN, and GID 0: the address of the vrdma router serving it) and the
 // programs' private data; the RDMA traffic itself goes through the routers, never this connection.
+// A REQ and its REP carry their tenant's MAC (vrdma_cm_sign: only a process of the same tenant
+// makes the same one), the REP over the REQ's nonce, so another tenant's process can neither ask
+// a listener for a connection nor answer for one.
 #include <cstddef>
 #include <cstdint>
 
@@ -23,10 +26,13 @@ struct Message {
   uint32_t qp_num = 0, psn = 0;
   uint8_t gid[16] = {};
   uint8_t private_data[kRepPrivate] = {};
+  uint8_t nonce[16] = {};  // a REQ's, random; its REP carries it back
+  uint8_t mac[32] = {};    // REQ, REP: the tenant's MAC of all before it
   static constexpr uint32_t kMagic = 0x4d435256;  // "VRCM"
-  static constexpr uint8_t kVersion = 1;
+  static constexpr uint8_t kVersion = 2;          // 2: nonce and mac
 };
-static_assert(sizeof(Message) == 232);
+static_assert(sizeof(Message) == 280);
+constexpr size_t kSignedBytes = offsetof(Message, mac);
 
 // Sends one whole message on a blocking socket with a time limit; false on error.
 bool send_message(int fd, const Message& m);

@@ -42,6 +42,13 @@ std::optional<LinkKey32> parse_hex_key(const std::string& line) {
 
 }  // namespace
 
+LinkKey32 hmac_sha256(std::span<const uint8_t> key, std::span<const uint8_t> data) {
+  LinkKey32 out{};
+  unsigned len = 32;
+  HMAC(EVP_sha256(), key.data(), int(key.size()), data.data(), data.size(), out.data(), &len);
+  return out;
+}
+
 Result<std::vector<LinkKey32>> load_link_keys(const std::string& path) {
   auto bad = [&](const std::string& what) {
     return Status(Errc::invalid_argument, fmt::format("link_key {}: {}", path, what));
@@ -126,7 +133,7 @@ std::optional<std::span<const uint8_t>> LinkAuth::open(std::span<const uint8_t> 
                        (double(t.sent_ns) - double(now)) * 1e-9);
     return std::nullopt;
   }
-  if (t.sent_ns < started_ns_ - kStartSlackNs) {
+  if (t.sent_ns < started_ns_) {
     *why = "it was sent before this router started: a replay of a message to its last run";
     return std::nullopt;
   }

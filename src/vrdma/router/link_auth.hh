@@ -41,6 +41,9 @@ constexpr size_t kLinkPacket = proto::kLinkMessage + sizeof(LinkTrailer);
 
 constexpr int64_t kLinkSkewNs = 30'000'000'000;  // clocks of linked hosts agree within this (NTP)
 
+// HMAC-SHA256 of `data` under `key`.
+LinkKey32 hmac_sha256(std::span<const uint8_t> key, std::span<const uint8_t> data);
+
 // The keys of a key file; an error names the file, the line and the fix.
 Result<std::vector<LinkKey32>> load_link_keys(const std::string& path);
 
@@ -51,6 +54,7 @@ class LinkAuth {
   explicit LinkAuth(std::vector<LinkKey32> keys = {}, int64_t started_ns = wall_ns())
       : keys_(std::move(keys)), started_ns_(started_ns) {}
   bool authenticated() const { return !keys_.empty(); }
+  const std::vector<LinkKey32>& keys() const { return keys_; }
   void set_keys(std::vector<LinkKey32> keys) { keys_ = std::move(keys); }
 
   // Appends the trailer to `message` for the router at `to`, stamped now (or at `sent_ns`,
@@ -74,9 +78,10 @@ class LinkAuth {
   std::vector<LinkKey32> keys_;
   uint64_t next_seq_ = 1;
   // A message stamped before this router started was for its last life: a replay (a restarted
-  // router's windows start empty). Clocks of one cluster agree within kStartSlackNs here.
+  // router's windows start empty). No slack: what is left open is the clocks' disagreement (a
+  // sender's clock ahead of ours by d lets what it sent in our last run's final d be replayed
+  // once; NTP keeps d to milliseconds), and a sender behind by d is refused for d after a start.
   int64_t started_ns_ = 0;
-  static constexpr int64_t kStartSlackNs = 1'000'000'000;
   std::map<uint64_t, Window> windows_;  // by sender router id
 };
 

@@ -123,7 +123,32 @@ void Router::on_message(std::span<const uint8_t> bytes) {
     case LinkType::revoke: return link_revoke(*m);
     case LinkType::qp_gone: return link_qp_gone(*m);
     case LinkType::datagram: return link_datagram(*m);
+    case LinkType::conn_proof: return link_conn_proof(*m);
   }
+}
+
+// A router that proved the key names the connections it made to our port: the guard keeps them.
+void Router::link_conn_proof(const proto::LinkMessage& m) {
+  auto p = m.as<proto::LinkConnProof>();
+  if (!link_guard_) return;
+  int64_t now = now_ns();
+  for (uint32_t i = 0; i < std::min(p.count, proto::LinkConnProof::kMaxEnds); ++i) link_guard_->vouch(p.ends[i], now);
+}
+
+// Tells each router we made connections to which of them are ours (their guards shut the rest).
+// Only routers this one talks to: a peer, or an address being greeted.
+void Router::vouch_for_made_connections() {
+  uint64_t n;
+  (void)!read(link_guard_->changed_fd(), &n, sizeof n);
+  std::map<std::string, std::pair<proto::RouterAddress, proto::LinkConnProof>> by_peer;
+  for (const MadeConn& c : link_guard_->made()) {
+    std::string name = proto::to_string(c.peer);
+    if (!peers_.count(name) && !probes_.count(name)) continue;
+    auto& [at, proof] = by_peer[name];
+    at = c.peer;
+    if (proof.count < proto::LinkConnProof::kMaxEnds) proof.ends[proof.count++] = c.self;
+  }
+  for (const auto& [name, p] : by_peer) link_send(p.first, LinkType::conn_proof, 0, p.second);
 }
 
 void Router::link_connect(const proto::LinkMessage& m) {

@@ -24,6 +24,9 @@
 namespace rb::vrdma {
 namespace {
 
+// A connection accepted on --listen that no router vouched for within this is shut (a router
+// vouches within about 2 s of making one: its guard's look, a link message, ours).
+constexpr int64_t kVouchBoundNs = 10'000'000'000;
 
 Status sys_error(const char* what) { return {Errc::io, fmt::format("{}: {}", what, std::strerror(errno))}; }
 
@@ -42,6 +45,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   epoll_event ev{EPOLLIN, {.u64 = kListenTag}};
   if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->listen_.get(), &ev) < 0) return sys_error("epoll_ctl");
   r->auth_.set_keys(r->opts_.link_keys);
+  r->set_cm_key();
   if (r->opts_.listen.port) {
     auto f = open_fabric(r->opts_.fabric, r->opts_.listen);
     if (!f) return f.status();
@@ -49,9 +53,12 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
     epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
     if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->fabric_->wait_fd(), &fe) < 0) return sys_error("epoll_ctl");
     LinkGuardLimits limits{.per_host = r->opts_.tenants.router().max_link_conns_per_host};
+    if (r->auth_.authenticated()) limits.prove_ns = kVouchBoundNs;  // without a key, no router can vouch
     auto g = LinkGuard::create(r->opts_.listen.port, limits, [router = r.get()](const std::string& line) { router->log(line); });
     if (!g) return g.status();
     r->link_guard_ = std::move(*g);
+    epoll_event ge{EPOLLIN, {.u64 = kGuardTag}};
+    if (epoll_ctl(r->epoll_.get(), EPOLL_CTL_ADD, r->link_guard_->changed_fd(), &ge) < 0) return sys_error("epoll_ctl");
     if (Status st = r->link_guard_->start(); !st) return st;
   }
   if (!r->opts_.metrics_host.empty()) {
@@ -102,6 +109,7 @@ void Router::reload_link_keys() {
   auto keys = load_link_keys(opts_.link_key_file);
   if (!keys) return log(fmt::format("SIGHUP: {}; the keys in use stay", keys.status().message()));
   auth_.set_keys(std::move(*keys));
+  set_cm_key();
   log(fmt::format("SIGHUP: link keys reloaded from {}", opts_.link_key_file));
 }
 
@@ -239,6 +247,10 @@ Status Router::handle_event(const epoll_event& ev, bool& stop) {
   // worth spinning for (a kick for a throttled QP is not).
   if (tag == kKickTag) return {};  // a QP's kick: edge-triggered, never read (see route_qp)
   if (tag == kFabricTag) return {};
+  if (tag == kGuardTag) {  // the connections this router made changed: vouch for them
+    vouch_for_made_connections();
+    return {};
+  }
   if (tag == kMetricsTag) {  // the metrics thread waits for the text of a scrape
     metrics_->answer([this](const MetricsAsk& ask) { return metrics_text(ask); });
     return {};
@@ -428,6 +440,7 @@ Router::Reply Router::handle(Session& s, const proto::Message& m, ipc::Packet& p
     case Type::create_ah: return create_ah(s, m);
     case Type::destroy_ah: return destroy_ah(s, m);
     case Type::peer_srq: return peer_srq(s, m);
+    case Type::cm_sign: return cm_sign(s, m);
     case Type::stats: {
       // A tenant sees its own row; root and the config's admin_uids see every tenant and the links.
       // The answer travels in one packet: what does not fit is counted, not shown.

@@ -254,7 +254,7 @@ class Router final : private LinkSink {
   explicit Router(RouterOptions opts) : opts_(std::move(opts)) {}
   // What woke the control thread's epoll (a session's events carry its id, below 2^32).
   static constexpr uint64_t kListenTag = 0, kStopTag = 1ull << 62, kKickTag = 1ull << 61, kFabricTag = 1ull << 60,
-                            kMetricsTag = 1ull << 59;
+                            kMetricsTag = 1ull << 59, kGuardTag = 1ull << 58;
   Status accept_clients();
   Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
@@ -392,6 +392,10 @@ class Router final : private LinkSink {
   void link_qp_gone(const proto::LinkMessage& m);
   void link_datagram(const proto::LinkMessage& m);
   void link_hello(const proto::LinkMessage& m);
+  void link_conn_proof(const proto::LinkMessage& m);
+  Reply cm_sign(Session& s, const proto::Message& m);
+  void set_cm_key();
+  void vouch_for_made_connections();
   void greet_peers();
   std::vector<LinkFigures> links_figures() const;
   QpEntry* remote_peer_of(uint32_t qp, uint64_t from_router, uint32_t from_qp);
@@ -421,6 +425,7 @@ class Router final : private LinkSink {
   std::unique_ptr<Fabric> fabric_;  // to the routers of other hosts (with --listen)
   std::unique_ptr<MetricsServer> metrics_;  // --metrics
   std::unique_ptr<LinkGuard> link_guard_;   // with --listen; stops before the fabric closes
+  LinkKey32 cm_key_{};                      // signs tenants' rdma_cm messages (cm_sign.cc)
   // Regions released while the fabric might still be writing into them (a peer's RMA that
   // passed the key check before the revocation): kept mapped until the deadline (ns).
   struct Released {

@@ -241,3 +241,8 @@ VERBS_EXPORT int ibv_get_pkey_index(ibv_context*, uint8_t port, __be16 pkey) {
   if (port != 1 || pkey != htobe16(0xffff)) return -EINVAL;
   return 0;
 }
+
+// For libvrdma-rdmacm.so: its tenant's MAC of a connection manager's message (vrdma_cm_sign).
+VERBS_EXPORT int vrdma_verbs_cm_sign(ibv_context* ctx, const void* bytes, size_t len, unsigned char mac[32]) {
+  return vrdma_cm_sign(Context::of(ctx)->v, bytes, len, mac);
+}

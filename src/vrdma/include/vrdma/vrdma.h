@@ -53,6 +53,10 @@ const char *vrdma_tenant(const struct vrdma_context *ctx);
 /* 1 when the tenant's QPs always take the router path (its config says path = "router", or it
  * has rate limits), 0 when same-host peers take the direct path unless a QP asks otherwise. */
 int vrdma_tenant_routed(const struct vrdma_context *ctx);
+/* The router's MAC of this process's tenant and `len` (at most 256) bytes, in mac[32]: what a
+ * connection manager signs its messages with, and checks a peer's with (equal only within one
+ * tenant, on routers of one cluster). 0, or -errno. */
+int vrdma_cm_sign(struct vrdma_context *ctx, const void *bytes, size_t len, unsigned char mac[32]);
 /* Why the last failed call on this thread failed (also after vrdma_open returned NULL). */
 const char *vrdma_last_error(void);
 /* The socket path vrdma_open(NULL) uses. */
