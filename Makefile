@@ -10,7 +10,7 @@ DEBS := cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin libcli11-de
 RUN_FLAGS ?= -t ofi:shm --op write,send --mode bw,lat --size 64,4K,1M
 REPORT_JOB ?= jobs/report-default.toml
 
-.PHONY: all deps venv build run test layers minimal unit e2e pytest compare report fuzz fuzz-short clean deb
+.PHONY: all deps venv nvrtc build run test layers minimal unit kernel e2e pytest compare report fuzz fuzz-short clean deb
 
 all: build
 
@@ -33,6 +33,14 @@ $(VENV)/.stamp: python/pyproject.toml $(shell find python/rdmabench_report -name
 	$(VENV)/bin/pip install -q pytest matplotlib ./python
 	@touch $@
 
+# NVRTC (CUDA's runtime compiler, a shared library from PyPI; no GPU needed) for `make kernel`.
+# The cu12 build: its CUBINs load on any CUDA 12 driver (its PTX wants 12.9 or later).
+NVRTC_WHEEL ?= nvidia-cuda-nvrtc-cu12==12.9.86
+nvrtc: $(VENV)/.nvrtc-stamp
+$(VENV)/.nvrtc-stamp: $(VENV)/.stamp
+	$(VENV)/bin/pip install -q $(NVRTC_WHEEL)
+	@touch $@
+
 # The file-API query goes in first, so the configure writes the target graph tests/layers reads.
 build: deps
 	@mkdir -p $(BUILD)/.cmake/api/v1/query && touch $(BUILD)/.cmake/api/v1/query/codemodel-v2
@@ -45,12 +53,17 @@ run: build
 unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
+# dma:cuda -o engine=sm's kernel compiled by NVRTC to PTX and a CUBIN for the H100 (sm_90): any
+# compile error fails, and so does a missing NVRTC (plain ctest skips it instead).
+kernel: build nvrtc
+	$(BUILD)/sm_kernel_compile --require --venv $(abspath $(VENV))
+
 # The two suites have their own conftest.py, so each gets its own pytest run.
 pytest: build venv
 	RDMABENCH=$(abspath $(BUILD))/rdmabench $(VENV)/bin/pytest -q tests/e2e
 	$(VENV)/bin/pytest -q python/tests
 
-test: layers unit pytest minimal fuzz-short
+test: layers unit kernel pytest minimal fuzz-short
 
 # The layers as the build declares them: no upward include, no link cycle, no function over 80
 # lines, and docs/architecture.md's dependency picture is the build's (tests/layers/).

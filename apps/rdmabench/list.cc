@@ -27,6 +27,7 @@ json caps_json(const transport::Caps& c) {
           {"tx_depth", c.tx_depth}, {"rx_depth", c.rx_depth}, {"target_progress", c.target_progress},
           {"virtual_addressing", c.virtual_addressing}, {"selective_completion", c.selective_completion},
           {"peer_sees_writes", c.peer_sees_writes}, {"peer_memory_readable", c.peer_memory_readable},
+          {"peer_memory_at_quiesce", c.peer_memory_at_quiesce},
           {"checks_bounds", c.checks_bounds}, {"checks_keys", c.checks_keys}, {"engine_thread", c.engine_thread},
           {"atomics", c.atomics}, {"imm_data", c.imm_data}, {"can_wait", c.can_wait}, {"link_gbps", c.link_gbps}};
 }

@@ -47,6 +47,7 @@ Result<std::unique_ptr<Session>> open_session(const RunSpec& s, const std::vecto
     eo.rx_slots = rx_slots;
     eo.selective = true;  // the runner marks every op that needs a completion
     eo.event = s.event;
+    eo.validate = s.validate;
     auto ep = session->domains[session->domain_of_endpoint(size_t(t))]->open_endpoint(eo);
     if (!ep) return ep.status();
     session->eps.push_back(std::move(ep.value()));

@@ -215,7 +215,7 @@ Status check_caps(const RunSpec& s, const transport::Caps& c, const std::string&
     if (c.max_msg && size > c.max_msg)
       return bad(fmt::format("--size {}: {} supports at most {} per op; lower --size", bytes_with_unit(size), name,
                              bytes_with_unit(c.max_msg)));
-  if (s.validate && !c.peer_memory_readable)
+  if (s.validate && !c.peer_memory_readable && !c.peer_memory_at_quiesce)
     return {Errc::unsupported, fmt::format("--validate: {} moves data where the server cannot check it; "
                                            "validate with another transport (e.g. dma:cpu)", name)};
   if (!c.peer_sees_writes && has_op(s, Op::write) && has_mode(s, Mode::lat))

@@ -43,6 +43,7 @@ std::string caps_flags(const Caps& c) {
       {c.write, "write"}, {c.read, "read"}, {c.send, "send"}, {c.target_progress, "target_progress"},
       {c.virtual_addressing, "virtual_addressing"}, {c.selective_completion, "selective_completion"},
       {c.peer_sees_writes, "peer_sees_writes"}, {c.peer_memory_readable, "peer_memory_readable"},
+      {c.peer_memory_at_quiesce, "peer_memory_at_quiesce"},
       {c.checks_bounds, "checks_bounds"}, {c.checks_keys, "checks_keys"}, {c.engine_thread, "engine_thread"},
       {c.atomics, "atomics"}, {c.imm_data, "imm_data"}, {c.can_wait, "can_wait"}};
   std::string out;

@@ -37,6 +37,9 @@ struct Caps {
   bool selective_completion = false;  // unsignaled ops produce no completion
   bool peer_sees_writes = false;      // a write lands in the target's registered memory, where it can poll for it
   bool peer_memory_readable = false;  // the target process can read what ops put in its registered region
+  // ...once the initiator's endpoints have quiesced, when opened with EndpointOptions::validate
+  // (dma:cuda, whose far side is a device buffer copied back then): enough for --validate.
+  bool peer_memory_at_quiesce = false;
   bool checks_bounds = false;    // an op outside the peer's region completes with remote_access, touching nothing
   bool checks_keys = false;      // an op naming a key the peer did not register completes with remote_access, touching nothing
   bool engine_thread = false;    // a thread of this process moves the data: long waits should yield to it
@@ -172,6 +175,10 @@ struct EndpointOptions {
   uint32_t rx_slots = 0;    // most receives the caller keeps posted
   bool selective = false;   // caller sets wr_flag::signal on some ops only
   bool event = false;       // the caller will sleep in arm_wait (needs Caps::can_wait)
+  // The peer checks the bytes in its registered region after each quiesce (--validate): a
+  // transport whose far side only stands in for that region (dma:cuda's device buffer) keeps the
+  // two in step around each phase, outside the measured ops.
+  bool validate = false;
 };
 
 struct DomainInfo {

@@ -234,7 +234,7 @@ class Runner : public ::testing::TestWithParam<Instance> {
     spec.modes = modes_for(caps_, op);
     if (event && op == Op::write) spec.modes = {Mode::bw};  // the target of a plain write cannot sleep
     if (is_atomic(op)) spec.sizes = {transport::kAtomicBytes};
-    spec.validate = caps_.peer_memory_readable;
+    spec.validate = caps_.peer_memory_readable || caps_.peer_memory_at_quiesce;
     spec.event = event;
     results_of_successful_run(spec);
   }

@@ -165,5 +165,21 @@ TEST(SpecCheck, CapsThatDefaultToNoRefuseWhatNeedsThem) {
   EXPECT_TRUE(check_caps(s, c, "demo").is_ok());
 }
 
+// dma:cuda's far side is a device buffer the server cannot read, but endpoints opened for
+// --validate copy it back at quiesce: that is enough for --validate, and for nothing else.
+TEST(SpecCheck, RegionReadableAtQuiesceIsEnoughForValidateOnly) {
+  auto s = base();
+  transport::Caps c;
+  c.write = c.read = true;
+  c.peer_memory_at_quiesce = true;
+  s.validate = true;
+  s.modes = {Mode::bw};
+  EXPECT_TRUE(check_caps(s, c, "dma:cuda").is_ok());
+  s.modes = {Mode::lat};
+  Status st = check_caps(s, c, "dma:cuda");
+  ASSERT_FALSE(st.is_ok()) << "write latency still needs a peer that sees writes land";
+  EXPECT_NE(st.message().find("--mode lat"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace rb::model

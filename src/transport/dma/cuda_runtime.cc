@@ -1,11 +1,11 @@
 #include "transport/dma/cuda_runtime.hh"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "transport/dma/shared_library.hh"
 
 namespace rb::transport::dma {
 
@@ -15,24 +15,18 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::load() {
   for (const char* n : {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so"})
     names.push_back(n);
   auto rt = std::make_shared<CudaRuntime>();
-  std::string tried;
-  for (auto& n : names) {
-    rt->lib_ = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (rt->lib_) {
-      rt->path = n;
-      break;
-    }
-    tried += (tried.empty() ? "" : ", ") + n;
-  }
+  OpenedLibrary lib = open_first(names);
+  rt->lib_ = lib.handle;
+  rt->path = lib.path;
+  const std::string& tried = lib.tried;
   if (!rt->lib_)
     return Status(Errc::unavailable, fmt::format("CUDA runtime not found (tried {}; set RDMABENCH_CUDART=/path/libcudart.so)", tried));
-  auto sym = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(rt->lib_, name));
-    return fn != nullptr;
-  };
+  auto sym = [&](auto& fn, const char* name) { return bind_symbol(rt->lib_, fn, name); };
   bool ok = sym(rt->GetDeviceCount, "cudaGetDeviceCount") && sym(rt->SetDevice, "cudaSetDevice") &&
             sym(rt->Malloc, "cudaMalloc") && sym(rt->Free, "cudaFree") && sym(rt->HostAlloc, "cudaHostAlloc") &&
-            sym(rt->FreeHost, "cudaFreeHost") && sym(rt->Memset, "cudaMemset") &&
+            sym(rt->FreeHost, "cudaFreeHost") &&
+            sym(rt->HostRegister, "cudaHostRegister") && sym(rt->HostUnregister, "cudaHostUnregister") &&
+            sym(rt->Memcpy, "cudaMemcpy") && sym(rt->Memset, "cudaMemset") &&
             sym(rt->StreamCreateWithFlags, "cudaStreamCreateWithFlags") && sym(rt->StreamDestroy, "cudaStreamDestroy") &&
             sym(rt->StreamSynchronize, "cudaStreamSynchronize") && sym(rt->MemcpyAsync, "cudaMemcpyAsync") &&
             sym(rt->EventCreateWithFlags, "cudaEventCreateWithFlags") && sym(rt->EventRecord, "cudaEventRecord") &&

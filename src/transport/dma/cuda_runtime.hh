@@ -41,6 +41,9 @@ class CudaRuntime {
   int (*Free)(void*) = nullptr;
   int (*HostAlloc)(void**, size_t, unsigned) = nullptr;
   int (*FreeHost)(void*) = nullptr;
+  int (*HostRegister)(void*, size_t, unsigned) = nullptr;
+  int (*HostUnregister)(void*) = nullptr;
+  int (*Memcpy)(void*, const void*, size_t, int) = nullptr;
   int (*Memset)(void*, int, size_t) = nullptr;
   int (*StreamCreateWithFlags)(cudaStream_t*, unsigned) = nullptr;
   int (*StreamDestroy)(cudaStream_t) = nullptr;

@@ -1,21 +1,15 @@
 #include "transport/dma/dma_transport.hh"
 
-#include <unistd.h>
-
-#include <cstring>
-#include <map>
-#include <optional>
-
 #include <fmt/format.h>
 
 #include "core/shm.hh"
 #include "transport/dma/cuda_engine.hh"
+#include "transport/dma/dma_endpoint.hh"
 #include "transport/dma/pinned_memory.hh"
+#include "transport/dma/sm_engine.hh"
 
 namespace rb::transport::dma {
 namespace {
-
-enum class Engine { cpu, cuda };
 
 constexpr uint32_t kQueueDepth = 4096;
 
@@ -31,17 +25,19 @@ class SharedHostMemory final : public HostMemory {
   SharedMemory m_;
 };
 
-Caps engine_caps(Engine kind) {
+Caps engine_caps(EngineKind kind) {
   Caps c;
   c.write = c.read = true;
   c.max_msg = 1ull << 31;
   c.tx_depth = kQueueDepth;
   c.selective_completion = true;
-  c.engine_thread = kind == Engine::cpu;
-  c.can_wait = kind == Engine::cpu;  // the engine thread signals an eventfd; CUDA events cannot be epolled
+  c.engine_thread = kind == EngineKind::cpu;
+  c.can_wait = kind == EngineKind::cpu;  // the engine thread signals an eventfd; CUDA events and the sm ring cannot be epolled
   c.checks_bounds = true;
-  // The cuda engine's far side is a device buffer: invisible to the server, and nobody there polls it.
-  c.peer_sees_writes = c.peer_memory_readable = kind == Engine::cpu;
+  // The cuda engines' far side is a device buffer: invisible to the server, and nobody there polls
+  // it; with --validate it is loaded from and copied back to the server's region around each phase.
+  c.peer_sees_writes = c.peer_memory_readable = kind == EngineKind::cpu;
+  c.peer_memory_at_quiesce = kind != EngineKind::cpu;
   return c;
 }
 
@@ -67,153 +63,33 @@ class DmaMr final : public MemoryRegion {
   std::vector<uint8_t> handle_;
 };
 
-class DmaEp final : public Endpoint {
- public:
-  DmaEp(Engine kind, std::unique_ptr<CopyEngine> engine, std::shared_ptr<CudaRuntime> rt)
-      : kind_(kind), engine_(std::move(engine)), rt_(std::move(rt)) {
-    copies_.reserve(256);
-  }
-  ~DmaEp() override {
-    engine_.reset();  // stop the engine before the memory it copies into goes away
-    if (device_) rt_->Free(device_);
-  }
-
-  std::vector<uint8_t> address() const override {
-    uint32_t pid = uint32_t(getpid());
-    std::vector<uint8_t> a(4);
-    std::memcpy(a.data(), &pid, 4);
-    return a;
-  }
-  Status connect(std::span<const uint8_t>) override { return {}; }
-
-  Status set_remote(const RemoteRegion& r) override {
-    remote_len_ = r.len;
-    if (kind_ == Engine::cpu) {
-      auto h = ProcFdHandle::decode(r.handle);
-      if (!h) return Status(h.status().code(), "dma: " + h.status().message());
-      auto m = PeerMapping::map(*h);
-      if (!m) return Status(m.status().code(), "dma: " + m.status().message());
-      peer_ = std::move(*m);
-      remote_ = peer_->base();
-      return {};
-    }
-    // The GPU's memory stands in for the far side: a device buffer the size of the peer region.
-    if (device_) rt_->Free(device_);
-    device_ = nullptr;
-    Status s = rt_->check(rt_->Malloc(&device_, std::max<uint64_t>(r.len, 1)), "cudaMalloc of the device region");
-    if (!s) return s;
-    s = rt_->check(rt_->Memset(device_, 0, r.len), "cudaMemset");
-    remote_ = static_cast<uint8_t*>(device_);
-    return s;
-  }
-
-  int post(std::span<const WorkRequest> wrs) override {
-    copies_.clear();
-    size_t taken = 0;
-    for (const auto& w : wrs) {
-      if (w.op != Op::write && w.op != Op::read) {
-        err_ = fmt::format("dma engines move memory only: {} is not supported", op_name(w.op));
-        return taken ? int(taken) : -1;
-      }
-      if (w.remote_off > remote_len_ || w.len > remote_len_ - w.remote_off) {
-        // Out of the peer's registered range: fails like a NIC's protection error, nothing is touched.
-        if (!submit_copies(true, taken)) return int(taken);
-        local_done_.push_back({w.wr_id, w.op, w.len, WcStatus::remote_access, EFAULT});
-        ++taken;
-        continue;
-      }
-      uint8_t* local = static_cast<uint8_t*>(w.mr->addr()) + w.local_off;
-      uint8_t* remote = remote_ + w.remote_off;
-      bool sig = w.flags & wr_flag::signal;
-      copies_.push_back(w.op == Op::write ? Copy{remote, local, w.len, w.wr_id, w.op, sig}
-                                          : Copy{local, remote, w.len, w.wr_id, w.op, sig});
-    }
-    bool doorbell = wrs.empty() || !(wrs.back().flags & wr_flag::more);
-    submit_copies(doorbell, taken);
-    return int(taken);
-  }
-
-  int poll(std::span<Completion> out) override {
-    size_t n = 0;
-    while (n < out.size() && !local_done_.empty()) {
-      out[n++] = local_done_.back();
-      local_done_.pop_back();
-    }
-    int r = engine_->reap(out.subspan(n));
-    if (r < 0) {
-      err_ = engine_->last_error();
-      return -1;
-    }
-    return int(n) + r;
-  }
-
-  Status quiesce(double timeout_s) override {
-    Status s = engine_->drain(timeout_s);
-    Completion sink[64];
-    while (engine_->reap(sink) > 0) {
-    }
-    local_done_.clear();
-    return s;
-  }
-
-  std::string describe_error(const Completion& c) const override {
-    if (c.vendor_err == EFAULT) return fmt::format("{}: outside the peer's registered region", wc_status_name(c.status));
-    return fmt::format("{}: copy failed ({}): {}", wc_status_name(c.status), c.vendor_err, engine_->last_error());
-  }
-  const std::string& last_error() const override { return err_; }
-  int arm_wait(WaitHandle& out) override {
-    if (!local_done_.empty()) return 0;
-    int r = engine_->arm_wait(out);
-    if (r < 0) err_ = engine_->last_error();
-    return r;
-  }
-
- private:
-  // Hands the collected copies to the engine; advances `taken` by what it accepted.
-  bool submit_copies(bool doorbell, size_t& taken) {
-    if (copies_.empty()) return true;
-    int a = engine_->submit(copies_, doorbell);
-    if (a < 0) {
-      err_ = engine_->last_error();
-      copies_.clear();
-      return false;
-    }
-    taken += size_t(a);
-    bool all = size_t(a) == copies_.size();
-    copies_.clear();
-    return all;
-  }
-
-  Engine kind_;
-  std::unique_ptr<CopyEngine> engine_;
-  std::shared_ptr<CudaRuntime> rt_;
-  std::optional<PeerMapping> peer_;
-  void* device_ = nullptr;
-  uint8_t* remote_ = nullptr;
-  uint64_t remote_len_ = 0;
-  std::vector<Copy> copies_;
-  std::vector<Completion> local_done_;
-  std::string err_;
+// What a cuda domain runs on: the runtime, its GPU and, for engine=sm, the loaded kernel.
+struct Gpu {
+  std::shared_ptr<CudaRuntime> rt;
+  int dev = 0;
+  std::shared_ptr<SmKernel> kernel;
+  uint32_t sm_threads = 0;
 };
+
+DomainInfo domain_info(EngineKind kind, const Gpu& g) {
+  if (kind == EngineKind::cpu) return {"dma", "cpu", "host-memory", "memfd", ""};
+  std::string lib = fmt::format("cudart {}.{}", g.rt->version / 1000, g.rt->version % 1000 / 10);
+  if (kind == EngineKind::cuda_copy) return {"dma", "cuda", "cuda", fmt::format("gpu{} {}", g.dev, g.rt->pci_bus_id(g.dev)), lib};
+  return {"dma", "cuda-sm", "cuda", fmt::format("gpu{} {} {} threads/queue", g.dev, g.rt->pci_bus_id(g.dev), g.sm_threads),
+          fmt::format("{}, kernel for {}", lib, g.kernel->arch())};
+}
 
 class DmaDomain final : public Domain {
  public:
-  DmaDomain(Engine kind, std::shared_ptr<CudaRuntime> rt, int dev)
-      : kind_(kind), rt_(std::move(rt)), dev_(dev), caps_(engine_caps(kind)) {
-    if (kind == Engine::cpu) {
-      info_ = {"dma", "cpu", "host-memory", "memfd", ""};
-    } else {
-      info_ = {"dma", "cuda", "cuda", fmt::format("gpu{} {}", dev, rt_->pci_bus_id(dev)),
-               fmt::format("cudart {}.{}", rt_->version / 1000, rt_->version % 1000 / 10)};
-    }
-  }
+  DmaDomain(EngineKind kind, Gpu gpu) : kind_(kind), gpu_(std::move(gpu)), caps_(engine_caps(kind)), info_(domain_info(kind, gpu_)) {}
   const Caps& caps() const override { return caps_; }
   const DomainInfo& info() const override { return info_; }
 
   Result<std::unique_ptr<HostMemory>> allocate(size_t len) override {
-    if (kind_ == Engine::cuda) {
-      auto m = PinnedMemory::create(rt_, len);
+    if (on_gpu(kind_)) {
+      auto m = PinnedSharedMemory::create(gpu_.rt, len);
       if (!m) return m.status();
+      allocations_.push_back({m.value()->data(), len, m.value()->shared().handle(0)});
       return std::unique_ptr<HostMemory>(std::move(m.value()));
     }
     auto m = SharedMemory::create("rdmabench-dma", len);
@@ -224,92 +100,85 @@ class DmaDomain final : public Domain {
   }
 
   Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, size_t len) override {
-    std::vector<uint8_t> handle;
-    if (kind_ == Engine::cpu) {
-      auto* p = static_cast<uint8_t*>(addr);
-      const Allocation* owner = nullptr;
-      for (auto& a : allocations_)
-        if (p >= a.p && p + len <= a.p + a.len) owner = &a;
-      if (!owner) return Status(Errc::invalid_argument, "dma:cpu registers only memory from its own allocate()");
-      ProcFdHandle h = owner->whole;
-      h.offset = uint64_t(p - owner->p);
-      handle = h.encode();
-    }
-    return std::unique_ptr<MemoryRegion>(new DmaMr(addr, len, next_key_++, std::move(handle)));
+    auto* p = static_cast<uint8_t*>(addr);
+    const Allocation* owner = nullptr;
+    for (auto& a : allocations_)
+      if (p >= a.p && p + len <= a.p + a.len) owner = &a;
+    if (!owner) return Status(Errc::invalid_argument, "dma registers only memory from its own allocate()");
+    ProcFdHandle h = owner->whole;
+    h.offset = uint64_t(p - owner->p);
+    return std::unique_ptr<MemoryRegion>(new DmaMr(addr, len, next_key_++, h.encode()));
   }
 
   Result<std::unique_ptr<Endpoint>> open_endpoint(const EndpointOptions& o) override {
     if (o.event && !caps_.can_wait) return Status(Errc::unsupported, "dma:cuda cannot wake a sleeper: no event endpoints");
-    std::unique_ptr<CopyEngine> engine;
-    if (kind_ == Engine::cpu) {
-      engine = make_cpu_engine(kQueueDepth);
-    } else {
-      auto e = make_cuda_engine(rt_, dev_, kQueueDepth, true);
-      if (!e) return e.status();
-      engine = std::move(e.value());
-    }
-    return std::unique_ptr<Endpoint>(new DmaEp(kind_, std::move(engine), rt_));
+    auto engine = make_engine();
+    if (!engine) return engine.status();
+    return make_dma_endpoint(kind_, std::move(engine.value()), gpu_.rt, o.validate);
   }
 
  private:
-  Engine kind_;
-  std::shared_ptr<CudaRuntime> rt_;
-  int dev_;
+  Result<std::unique_ptr<CopyEngine>> make_engine() {
+    if (kind_ == EngineKind::cpu) return make_cpu_engine(kQueueDepth);
+    if (kind_ == EngineKind::cuda_sm) {
+      // The runtime's calls on this thread (the endpoint's device buffer) go to the kernel's GPU.
+      Status s = gpu_.rt->check(gpu_.rt->SetDevice(gpu_.dev), "cudaSetDevice");
+      if (!s) return s;
+      return make_sm_engine(gpu_.kernel, kQueueDepth, gpu_.sm_threads);
+    }
+    return make_cuda_engine(gpu_.rt, gpu_.dev, kQueueDepth, true);
+  }
+
+  EngineKind kind_;
+  Gpu gpu_;
   Caps caps_;
   DomainInfo info_;
   std::vector<Allocation> allocations_;
   uint64_t next_key_ = 1;
 };
 
+Result<int> gpu_index(const std::string& domain, int devices) {
+  if (domain.empty()) return 0;
+  char* end = nullptr;
+  long d = strtol(domain.c_str(), &end, 10);
+  if (*end || d < 0 || d >= devices)
+    return Status(Errc::invalid_argument, fmt::format("--domain {}: dma:cuda takes a GPU index 0..{}", domain, devices - 1));
+  return int(d);
+}
+
+// engine=sm's kernel for GPU `dev`: the driver, NVRTC and a compile for that GPU.
+Result<std::shared_ptr<SmKernel>> load_sm_kernel(int dev) {
+  auto driver = CudaDriver::load();
+  if (!driver) return Status(Errc::unavailable, "-t dma:cuda -o engine=sm: " + driver.status().message());
+  auto nvrtc = Nvrtc::load();
+  if (!nvrtc) return Status(Errc::unavailable, "-t dma:cuda -o engine=sm: " + nvrtc.status().message());
+  return SmKernel::load(std::move(driver.value()), *nvrtc.value(), dev);
+}
+
 }  // namespace
 
+Caps dma_caps(bool gpu) { return engine_caps(gpu ? EngineKind::cuda_copy : EngineKind::cpu); }
+
 Result<std::unique_ptr<Domain>> open_domain(const OpenArgs& opt) {
+  const bool sm = opt.options.text("engine") == "sm";
   if (opt.variant.empty() || opt.variant == "cpu") {
     if (!opt.domain.empty())
       return Status(Errc::invalid_argument, "--domain: dma:cpu has no devices to choose; drop --domain");
-    return std::unique_ptr<Domain>(new DmaDomain(Engine::cpu, nullptr, 0));
+    if (sm)
+      return Status(Errc::invalid_argument, "-o engine=sm: dma:cpu has one engine (a copy thread); use -t dma:cuda -o engine=sm "
+                                            "or drop -o engine");
+    return std::unique_ptr<Domain>(new DmaDomain(EngineKind::cpu, {}));
   }
   auto rt = CudaRuntime::load();
   if (!rt) return Status(Errc::unavailable, "-t dma:cuda: " + rt.status().message());
-  int dev = 0;
-  if (!opt.domain.empty()) {
-    char* end = nullptr;
-    long d = strtol(opt.domain.c_str(), &end, 10);
-    if (*end || d < 0 || d >= rt.value()->devices)
-      return Status(Errc::invalid_argument, fmt::format("--domain {}: dma:cuda takes a GPU index 0..{}", opt.domain,
-                                                        rt.value()->devices - 1));
-    dev = int(d);
-  }
-  return std::unique_ptr<Domain>(new DmaDomain(Engine::cuda, std::move(rt.value()), dev));
-}
-
-TransportEntry registry_entry() {
-  TransportEntry e;
-  e.name = "dma";
-  e.description = "copy engines moving memory as a NIC's DMA would (the DMA experiment); write and read only";
-  e.variant_help = "the copy engine";
-  e.variants = {{"cpu", "a copy thread per queue, into the peer's region in shared memory; the default"},
-                {"cuda", "the GPU's copy engines, pinned host buffers to and from device memory"}};
-  e.domain_help = "dma:cuda: the GPU index (default 0); dma:cpu takes none";
-  e.test_variants = {"cpu", "cuda"};
-  e.open = open_domain;
-  e.probe = [] {
-    std::vector<Availability> out;
-    out.push_back({"dma:cpu", true, "memcpy by one engine thread per queue; server region in shared memory (memfd)",
-                   engine_caps(Engine::cpu)});
-    auto rt = CudaRuntime::load();
-    if (!rt) {
-      out.push_back({"dma:cuda", false, rt.status().message()});
-    } else {
-      auto& r = *rt.value();
-      out.push_back({"dma:cuda", true,
-                     fmt::format("{} GPU(s), runtime {}.{} ({}), cudaMemcpyBatchAsync {}", r.devices, r.version / 1000,
-                                 r.version % 1000 / 10, r.path, r.has_batch() ? "yes" : "no (one cudaMemcpyAsync per op)"),
-                     engine_caps(Engine::cuda)});
-    }
-    return out;
-  };
-  return e;
+  auto dev = gpu_index(opt.domain, rt.value()->devices);
+  if (!dev) return dev.status();
+  Gpu g{std::move(rt.value()), *dev, nullptr, uint32_t(opt.options.number("sm_warps")) * 32};
+  if (!sm) return std::unique_ptr<Domain>(new DmaDomain(EngineKind::cuda_copy, std::move(g)));
+  auto kernel = load_sm_kernel(g.dev);
+  if (!kernel) return kernel.status();
+  g.kernel = std::move(kernel.value());
+  return std::unique_ptr<Domain>(new DmaDomain(EngineKind::cuda_sm, std::move(g)));
 }
 
 }  // namespace rb::transport::dma

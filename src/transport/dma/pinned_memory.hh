@@ -1,37 +1,40 @@
 #pragma once
-// Page-locked host memory from the CUDA runtime, so the GPU's copy engines can reach it directly.
-#include <cstring>
+// dma:cuda's host memory: shared memory (a memfd, as dma:cpu's) page-locked with
+// cudaHostRegister, so the GPU's copy engines and the sm engine's kernel reach it directly (UVA:
+// the same address on the GPU), and a peer can still map it (--validate reads the server's
+// region, which the device buffer stands in for, through that mapping).
 #include <memory>
 
+#include "core/shm.hh"
 #include "transport/dma/cuda_runtime.hh"
 #include "transport/transport.hh"
 
 namespace rb::transport::dma {
 
-class PinnedMemory final : public HostMemory {
+class PinnedSharedMemory final : public HostMemory {
  public:
-  static Result<std::unique_ptr<PinnedMemory>> create(std::shared_ptr<CudaRuntime> rt, size_t len) {
-    std::unique_ptr<PinnedMemory> m(new PinnedMemory);
-    m->rt_ = std::move(rt);
-    void* p = nullptr;
-    Status s = m->rt_->check(m->rt_->HostAlloc(&p, std::max<size_t>(len, 1), 1 /* portable */), "cudaHostAlloc");
+  static Result<std::unique_ptr<PinnedSharedMemory>> create(std::shared_ptr<CudaRuntime> rt, size_t len) {
+    auto m = SharedMemory::create("rdmabench-dma", len);
+    if (!m) return m.status();
+    std::unique_ptr<PinnedSharedMemory> p(new PinnedSharedMemory(std::move(rt), std::move(*m)));
+    // cudaHostRegisterPortable | cudaHostRegisterMapped: every context, and mapped for kernels.
+    Status s = p->rt_->check(p->rt_->HostRegister(p->m_.data(), std::max<size_t>(len, 1), 1 | 2), "cudaHostRegister");
     if (!s) return s;
-    m->p_ = static_cast<uint8_t*>(p);
-    m->len_ = len;
-    std::memset(m->p_, 0, len);
-    return m;
+    p->registered_ = true;
+    return p;
   }
-  ~PinnedMemory() override {
-    if (p_) rt_->FreeHost(p_);
+  ~PinnedSharedMemory() override {
+    if (registered_) rt_->HostUnregister(m_.data());
   }
-  uint8_t* data() const override { return p_; }
-  size_t size() const override { return len_; }
+  uint8_t* data() const override { return m_.data(); }
+  size_t size() const override { return m_.size(); }
+  const SharedMemory& shared() const { return m_; }
 
  private:
-  PinnedMemory() = default;
+  PinnedSharedMemory(std::shared_ptr<CudaRuntime> rt, SharedMemory m) : rt_(std::move(rt)), m_(std::move(m)) {}
   std::shared_ptr<CudaRuntime> rt_;
-  uint8_t* p_ = nullptr;
-  size_t len_ = 0;
+  SharedMemory m_;
+  bool registered_ = false;
 };
 
 }  // namespace rb::transport::dma
