@@ -258,6 +258,32 @@ def test_a_frame_libfabric_never_takes_costs_no_core(router, world, free_port):
     assert_a_keyed_router_links(r, world, free_port)
 
 
+def wakeups_of(pid):
+    status = Path(f"/proc/{pid}/status").read_text()
+    return sum(int(line.split()[1]) for line in status.splitlines() if line.startswith("voluntary_ctxt_switches"))
+
+
+@as_root
+def test_a_frame_libfabric_never_takes_costs_nothing_once_shut(router, world, free_port):
+    """Probe 11 F1: once the guard had shut the stranger's connection, libfabric kept the closed
+    socket, readable for ever, and the router polled the fabric every millisecond until it
+    restarted (about 930 wake-ups a second for good). Now the fabric is watched edge-triggered
+    while it says it has work and gives none: the router wakes for what is new, and every 10 ms."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    frame = struct.pack("<BBHBBBBQ", 3, 1, 0, 0, 0, 0, 0, 0) + bytes(32)
+    code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {free_port}), timeout=3)\n"
+            f"s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\ns.recv(100)\n"
+            f"s.sendall(bytes.fromhex('{frame.hex()}'))\ntime.sleep(0.5)\ns.close()\n")
+    poke = run(["python3", "-c", code], user=NOBODY, timeout=30)
+    assert poke.returncode == 0, poke.stderr
+    time.sleep(12)  # the guard shuts it (5 s stuck, 10 s unvouched)
+    before = wakeups_of(r.proc.pid)
+    time.sleep(3)
+    rate = (wakeups_of(r.proc.pid) - before) / 3
+    assert rate < 300, f"the router woke {rate:.0f} times a second with nothing to do"
+    assert_a_keyed_router_links(r, world, free_port)
+
+
 def connections_to(pid, ports):
     """How many TCP connections process `pid` holds to any of `ports` (their remote port)."""
     inodes = set()

@@ -210,23 +210,26 @@ Status Router::run(int stop_fd) {
 }
 
 // libfabric 1.17 can keep saying it has work (fi_trywait fails) while it has none to give: a frame
-// it never consumes (a stranger's 16-byte one with a zero header size) keeps its socket readable.
-// Spinning on that cost a core for as long as the connection lived. After kStuckTurns such turns
-// in a row lasting kStuckNs at least (a link's handshake fails fi_trywait for 5-8 ms with nothing
-// to give: every new link was taken for stuck), the fabric's fd leaves the loop's epoll set and the
-// fabric is polled every millisecond (the link guard shuts the connection within seconds), until
-// fi_trywait succeeds again.
+// it never consumes (a stranger's 16-byte one with a zero header size) keeps its socket readable,
+// and once the link guard has shut that connection, libfabric keeps the closed socket, readable
+// for ever, until the router restarts. Spinning on that cost a core; polling it every millisecond
+// cost a thousand wake-ups a second for good. After kStuckTurns such turns in a row lasting
+// kStuckNs at least (a link's handshake fails fi_trywait for 5-8 ms with nothing to give: every
+// new link was taken for stuck), the fabric's fd is watched edge-triggered: the loop wakes when
+// something new comes on any of the fabric's sockets (the stuck one changes no more), and looks
+// every kMutedPollNs besides, until fi_trywait succeeds again.
 bool Router::fabric_stuck(bool moved, bool pending) {
   if (pending && !moved && stuck_turns_ == 0) stuck_since_ns_ = now_ns();
   stuck_turns_ = pending && !moved ? stuck_turns_ + 1 : 0;
   if (!fabric_muted_ && stuck_turns_ >= kStuckTurns && now_ns() - stuck_since_ns_ >= kStuckNs) {
-    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fabric_->wait_fd(), nullptr);
+    epoll_event fe{EPOLLIN | EPOLLET, {.u64 = kFabricTag}};
+    epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fabric_->wait_fd(), &fe);
     fabric_muted_ = true;
     log_limited("link stuck", "link: the fabric says it has work and gives none (a frame it never takes): "
-                              "polling it every millisecond until it stops");
+                              "waking for what is new on it only, until it stops");
   } else if (fabric_muted_ && !pending) {
     epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
-    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fabric_->wait_fd(), &fe);
+    epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fabric_->wait_fd(), &fe);
     fabric_muted_ = false;
   }
   return fabric_muted_;

@@ -467,7 +467,7 @@ class Router final : private LinkSink {
   // A fabric that keeps failing fi_trywait with nothing to give (router.cc, fabric_stuck).
   static constexpr int kStuckTurns = 4096;
   static constexpr int64_t kStuckNs = 100'000'000;
-  static constexpr int64_t kMutedPollNs = 1'000'000;
+  static constexpr int64_t kMutedPollNs = 10'000'000;
   int stuck_turns_ = 0;
   int64_t stuck_since_ns_ = 0;
   bool fabric_muted_ = false;
