@@ -25,7 +25,7 @@ DATAGRAM = str(BUILD / "vrdma_datagram")
 WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR = 0, 3, 9
 
 # The control protocol's packet header (src/vrdma/proto/control.hh: kMagic, kVersion).
-CONTROL_MAGIC, CONTROL_VERSION = 0x31445256, 7
+CONTROL_MAGIC, CONTROL_VERSION = 0x31445256, 8
 # A QP's ring entries (src/vrdma/proto/qp_layout.hh): a receive, and a send with 64 B inline.
 MAX_SGE = 8
 RECV_ENTRY, SEND_ENTRY = 24 + 16 * MAX_SGE, 48 + 16 * MAX_SGE + 64

@@ -10,9 +10,9 @@ import struct
 import sys
 from pathlib import Path
 
-MAGIC, VERSION = 0x31445256, 6
+MAGIC, VERSION = 0x31445256, 8
 MAX_SGE = 8
-LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 4
+LINK_MAGIC, LINK_VERSION = 0x4B4C5256, 5
 ROUTER_AT = bytes(10) + b"\xff\xff" + bytes([10, 77, 1, 1]) + struct.pack("<HH", 7480, 0)
 
 
