@@ -426,6 +426,19 @@ def test_ucx_ucp_over_vrdma0(hosts, free_port, test):
     ucx_perftest_passes(hosts, ["env", *env, "ucx_perftest", "-t", test, "-p", str(free_port)])
 
 
+# UCX's ud transport can assert on crossing connection requests during MPI_Init's wire-up
+# (openucx/ucx#6040, open upstream, seen on InfiniBand too; here once in a CI run of the suite):
+# a run that dies of exactly that is tried once more. Any other failure, or that one twice, fails.
+UCX_UD_CREQ_RACE = "Assertion `ep->dest_ep_id == ctl->conn_rep.src_ep_id' failed"
+
+
+def run_mpi(argv, **kw):
+    r = run(argv, **kw)
+    if r.returncode != 0 and UCX_UD_CREQ_RACE in r.stdout + r.stderr:
+        r = run(argv, **kw)
+    return r
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_open_mpi_over_pml_ucx_on_vrdma0(one_host, ranks):
     """Open MPI's pml ucx held to vrdma0: a ping-pong from 8 B to 256 KiB and an allreduce, every
@@ -438,7 +451,7 @@ def test_open_mpi_over_pml_ucx_on_vrdma0(one_host, ranks):
             "-x", f"VRDMA_SOCKET={host.sock}", *[a for k, v in UCX_ON_VRDMA.items() for a in ("-x", f"{k}={v}")],
             VRDMA_RUN, str(prog), "300"]
     before = host.log.read_text().count(" is tenant ")
-    r = run(argv, timeout=CMD_TIMEOUT)
+    r = run_mpi(argv, timeout=CMD_TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"mpi_pingpong: {ranks} ranks" in r.stdout and "0 checks failed" in r.stdout, r.stdout
     assert host.log.read_text().count(" is tenant ") - before >= ranks  # every rank opened vrdma0
@@ -468,7 +481,7 @@ def test_open_mpi_across_two_hosts(two_hosts, tmp_path):
             "--map-by", "node", "--mca", "plm_rsh_agent", str(agent), "--mca", "pml", "ucx",
             *[a for k, v in UCX_ON_VRDMA.items() for a in ("-x", f"{k}={v}")], str(rank), str(prog), "300"]
     before = {s: h.log.read_text().count(" is tenant ") for s, h in hosts.items()}
-    r = run(bed.exec_argv("a", argv), timeout=CMD_TIMEOUT)
+    r = run_mpi(bed.exec_argv("a", argv), timeout=CMD_TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mpi_pingpong: 4 ranks" in r.stdout and "0 checks failed" in r.stdout, r.stdout
     for s, h in hosts.items():  # two ranks on each host's router
