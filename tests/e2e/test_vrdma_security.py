@@ -235,6 +235,16 @@ def cpu_of(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def send_a_frame_libfabric_never_takes(port):
+    """As uid nobody: the fabric's handshake at `port`, one 16-byte frame whose header size is 0, gone."""
+    frame = struct.pack("<BBHBBBBQ", 3, 1, 0, 0, 0, 0, 0, 0) + bytes(32)
+    code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+            f"s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\ns.recv(100)\n"
+            f"s.sendall(bytes.fromhex('{frame.hex()}'))\ntime.sleep(0.5)\ns.close()\n")
+    poke = run(["python3", "-c", code], user=NOBODY, timeout=30)
+    assert poke.returncode == 0, poke.stderr
+
+
 @as_root
 def test_a_frame_libfabric_never_takes_costs_no_core(router, world, free_port):
     """Probe 9 E5: a stranger completed the fabric's handshake at --listen, sent one 16-byte frame
@@ -242,12 +252,7 @@ def test_a_frame_libfabric_never_takes_costs_no_core(router, world, free_port):
     and the router spun at 100% of a core (11 s of CPU in 10 s). Now the loop stops spinning on a
     fabric that says it has work and gives none, tenants are served, and a keyed router still links."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
-    frame = struct.pack("<BBHBBBBQ", 3, 1, 0, 0, 0, 0, 0, 0) + bytes(32)
-    code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {free_port}), timeout=3)\n"
-            f"s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\ns.recv(100)\n"
-            f"s.sendall(bytes.fromhex('{frame.hex()}'))\ntime.sleep(0.5)\ns.close()\n")
-    poke = run(["python3", "-c", code], user=NOBODY, timeout=30)
-    assert poke.returncode == 0, poke.stderr
+    send_a_frame_libfabric_never_takes(free_port)
     time.sleep(1)
     before = cpu_of(r.proc.pid)
     ping = start_ping(r.sock, 6)
@@ -270,12 +275,7 @@ def test_a_frame_libfabric_never_takes_costs_nothing_once_shut(router, world, fr
     restarted (about 930 wake-ups a second for good). Now the fabric is watched edge-triggered
     while it says it has work and gives none: the router wakes for what is new, and every 10 ms."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
-    frame = struct.pack("<BBHBBBBQ", 3, 1, 0, 0, 0, 0, 0, 0) + bytes(32)
-    code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {free_port}), timeout=3)\n"
-            f"s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\ns.recv(100)\n"
-            f"s.sendall(bytes.fromhex('{frame.hex()}'))\ntime.sleep(0.5)\ns.close()\n")
-    poke = run(["python3", "-c", code], user=NOBODY, timeout=30)
-    assert poke.returncode == 0, poke.stderr
+    send_a_frame_libfabric_never_takes(free_port)
     time.sleep(12)  # the guard shuts it (5 s stuck, 10 s unvouched)
     before = wakeups_of(r.proc.pid)
     time.sleep(3)
