@@ -8,7 +8,9 @@ rounds; the table gives medians and the ratio's range over the rounds.
   router path, 64 B WRITE p50       the hand-off floor (handoff_floor: same core + two cores)  <= 1.2x
   router path, 64 B WRITE p50, p99  kernel TCP SEND (-t tcp)                   <= 2x each
   --event, 64 B SEND p50            the wake-up floor (wakeup_floor: an eventfd ping-pong, CPUs 0 and 1)  <= 1.0x
-  two hosts, 64 B WRITE p50         rdmabench -t ofi:tcp between the same hosts (the fabric)  <= 1.5x
+  two hosts, 64 B WRITE p50         rdmabench -t ofi:tcp between the same hosts (the fabric)  <= 1.5x;
+                                    floor: the relay floor (relay_floor: a message through a relay
+                                    on each host, shared memory to it and TCP between them)
   two hosts, 1 MiB WRITE Gb/s       the same                                   >= 0.8x
 
 The two hosts are network namespaces joined by a veth, a vrdmad in each linked over ofi:tcp
@@ -127,9 +129,23 @@ def two_host_round(a, b):
     v_lat, f_lat = run("vrdma", *small)["lat_us"]["p50"], run("ofi:tcp", *small)["lat_us"]["p50"]
     v_bw, f_bw = (run(t, *big)["gbytes_per_s"] * 8 for t in ("vrdma", "ofi:tcp"))
     return {
-        "two hosts, 64 B WRITE p50 (us)": (v_lat, f_lat, f_lat),
+        "two hosts, 64 B WRITE p50 (us)": (v_lat, f_lat, relay_floor(a, b)),
         "two hosts, 1 MiB WRITE (Gb/s)": (v_bw, f_bw, f_bw),
     }
+
+
+def relay_floor(a, b):
+    """p50 one way (us) of relay_floor between the two hosts: the floor under any router per host."""
+    port = BENCH_PORT + 1
+    relay = subprocess.Popen(a.argv([str(BUILD / "relay_floor"), "--serve", str(port)]), stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        trips = 300 if LOADED else LAT_ITERS  # beside busy loops each round trip waits out their slices
+        out = subprocess.run(b.argv([str(BUILD / "relay_floor"), f"{a.addr}:{port}", str(trips)]),
+                             capture_output=True, text=True, check=True, timeout=300)
+    finally:
+        relay.wait(timeout=60)
+    return float(out.stdout.split()[0]) / 1000
 
 
 # Per row: the goal as (comparison, ratio), against the peer.
@@ -188,7 +204,7 @@ def row_line(label, runs):
 
 
 def main():
-    for tool in ("handoff_floor", "wakeup_floor", "rdmabench", "vrdmad"):
+    for tool in ("handoff_floor", "wakeup_floor", "relay_floor", "rdmabench", "vrdmad"):
         if not (BUILD / tool).exists():
             raise SystemExit(f"floors.py: {BUILD / tool} not found (build it first: make build)")
     if not shutil.which("ucx_perftest"):
@@ -227,7 +243,10 @@ def write_section(runs, no_two_hosts):
              f"{os.cpu_count()} CPUs{', two busy loops pinned one per CPU throughout' if LOADED else ''}): each vrdma "
              f"figure beside its peer and the floor under it, {ROUNDS} rounds taking turns; medians, and the ratio to "
              "the peer with its range over the rounds. The floor column gives vrdma / floor. Client on CPU 0, server "
-             "on CPU 1; the two hosts are network namespaces joined by a veth, a vrdmad in each linked over ofi:tcp.",
+             "on CPU 1; the two hosts are network namespaces joined by a veth, a vrdmad in each linked over ofi:tcp. "
+             "The two-host latency's floor is `relay_floor`: a 64 B message through a relay on each host (shared "
+             "memory to it, TCP between the relays, every process polling and yielding), the least any design with a "
+             "router per host pays here.",
              "", "| figure | vrdma | beside it | ratio | goal | floor (vrdma / floor) |", "|---|---|---|---|---|---|"]
     lines += [row_line(label, r) for label, r in runs.items()]
     if no_two_hosts:

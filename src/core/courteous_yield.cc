@@ -9,7 +9,13 @@ namespace {
 
 // A yield between processes that both yield costs 1-2 us here; one past a spinner, milliseconds.
 constexpr int64_t kLateYieldNs = 200'000;
-constexpr int kLateYields = 3;  // within a hold-off of each other
+// A spinner makes one yield in three come back late. Processes that all yield (a client, two
+// routers and a server on two cores) see one late in thousands (an interrupt, a daemon); taking
+// that for hoarding made each stop yielding or nap for a second, which made the others' yields
+// late in turn: across two hosts that cascade cost 15-40 us a message. So late yields count as
+// hoarding only when they come close together.
+constexpr int kLateYields = 3;     // within a hold-off of each other, and
+constexpr int kYieldsPerLate = 8;  // at most this many yields from one late one to the next
 // Long enough that probing again (one late yield) costs a fraction of a percent.
 constexpr int64_t kHoldOffNs = 1'000'000'000;
 // How long a router naps before it parks: its peer's next request usually comes sooner.
@@ -33,11 +39,13 @@ bool CourteousYield::yield() {
   int64_t t0 = now_ns();
   sched_yield();
   int64_t t1 = now_ns();
+  ++since_late_;
   if (t1 - t0 > kLateYieldNs) {
     // One late yield can be anything (an interrupt, a daemon waking); a spinner makes them come
     // one in three.
-    late_ = t1 - last_late_ns_ < kHoldOffNs ? late_ + 1 : 1;
+    late_ = t1 - last_late_ns_ < kHoldOffNs && since_late_ <= kYieldsPerLate ? late_ + 1 : 1;
     last_late_ns_ = t1;
+    since_late_ = 0;
     if (late_ >= kLateYields) {
       hoarded_until_ns_ = t1 + kHoldOffNs;
       late_ = 0;

@@ -26,6 +26,7 @@ class CourteousYield {
   int64_t hoarded_until_ns_ = 0;
   int64_t last_late_ns_ = 0;
   int late_ = 0;
+  int since_late_ = 0;  // yields since the last late one
 };
 
 // The idle stretch of a router loop: yield turns while they stay cheap, then park. Where the
