@@ -171,3 +171,13 @@ def test_eight_sges_gather_and_scatter_on_every_path(linked_routers):
     a, b = linked_routers
     out = run([str(BUILD / "vrdma_client"), a.sock, "sges", "sges-router", f"sges-remote:{b.sock}"], timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_deregistered_key_fails_though_the_library_kept_what_it_checked(router):
+    """The direct path keeps a copy of the last local region and the last peer key a QP checked,
+    so that a 64 B WRITE does not take the context's lock (a third of its cost). A request naming
+    either after its deregistration must still fail: LOC_PROT_ERR for the local region (its memory
+    is unmapped by then: a stale copy would copy from it), REM_ACCESS_ERR for the peer's."""
+    r = router()
+    out = run([str(BUILD / "vrdma_client"), r.sock, "stale-keys"], timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr

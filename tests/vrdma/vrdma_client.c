@@ -167,6 +167,36 @@ static int eight_sge_ops(struct vrdma_context* a, struct vrdma_context* b, unsig
   return wc.byte_len == 800 && same8(pb_, 12288, sent) ? 0 : -EBADMSG;
 }
 
+/* The completion of the next request on `cq`, which must have `status`. */
+static int wait_status(struct vrdma_cq* cq, int status) {
+  struct vrdma_wc wc;
+  int n = 0;
+  for (int spins = 0; n == 0 && spins < 20000; ++spins, usleep(n ? 0 : 100)) n = vrdma_poll_cq(cq, 1, &wc);
+  return n == 1 && wc.status == status ? 0 : -EIO;
+}
+
+/* The library keeps what it checked of the last local region and the last peer key a QP used:
+ * a request naming either after its deregistration must fail all the same (LOC_PROT_ERR for the
+ * local one, whose memory is unmapped by then; REM_ACCESS_ERR for the peer's). */
+static int stale_keys(struct vrdma_context* a, struct vrdma_context* b) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_READ;
+  struct two_ends e;
+  if (connect_ends(a, b, VRDMA_QP_NO_ERROR_STATE, 4096, rw, &e)) return -errno;
+  struct vrdma_mr* gone = vrdma_alloc_mr(e.pa, 4096, rw);
+  if (!gone) return -errno;
+  uint64_t to = (uint64_t)(uintptr_t)e.mb->addr;
+  if (post8(e.qa, gone, 0, VRDMA_WR_RDMA_WRITE, to, e.mb->rkey) || wait_status(e.ca, VRDMA_WC_SUCCESS)) return -EIO;
+  struct vrdma_mr was = *gone;
+  if (vrdma_dereg_mr(gone)) return -errno;
+  if (post8(e.qa, &was, 0, VRDMA_WR_RDMA_WRITE, to, e.mb->rkey) || wait_status(e.ca, VRDMA_WC_LOC_PROT_ERR))
+    return -EPERM;
+  if (post8(e.qa, e.ma, 0, VRDMA_WR_RDMA_WRITE, to, e.mb->rkey) || wait_status(e.ca, VRDMA_WC_SUCCESS)) return -EIO;
+  uint32_t rkey = e.mb->rkey;
+  if (vrdma_dereg_mr(e.mb)) return -errno;
+  if (post8(e.qa, e.ma, 0, VRDMA_WR_RDMA_WRITE, to, rkey) || wait_status(e.ca, VRDMA_WC_REM_ACCESS_ERR)) return -EACCES;
+  return 0;
+}
+
 static int step(struct vrdma_context* ctx, const char* s) {
   if (strcmp(s, "pd") == 0) {
     if (npd == kMaxObjects) return -ENOSPC;
@@ -249,6 +279,7 @@ static int step(struct vrdma_context* ctx, const char* s) {
     if (!other) return -errno;
     return path_of(ctx, other, 0, 1);
   }
+  if (strcmp(s, "stale-keys") == 0) return stale_keys(ctx, ctx);
   if (strcmp(s, "sges") == 0) return eight_sge_ops(ctx, ctx, 0);
   if (strcmp(s, "sges-router") == 0) return eight_sge_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);
   if (strncmp(s, "sges-remote:", 12) == 0) {

@@ -221,6 +221,7 @@ Call<bool> Context::dereg_mr(Region& r) {
   if (r.span) spans_.release(r.span);
   std::lock_guard lk(regions_mu_);
   regions_.erase(r.lkey);
+  regions_epoch_.fetch_add(1, std::memory_order_release);
   return done(true);
 }
 

@@ -123,6 +123,8 @@ class Context {
   bool direct_allowed() const { return direct_; }
   // This client's region of `lkey`, or null.
   const Region* region(uint32_t lkey) const;
+  // Counts deregistrations: what a QP copied of a region stays true while this is unchanged.
+  uint64_t regions_epoch() const { return regions_epoch_.load(std::memory_order_acquire); }
 
  private:
   struct Answer {
@@ -153,6 +155,7 @@ class Context {
   std::thread watcher_;
   mutable std::mutex regions_mu_;
   std::map<uint32_t, const Region*> regions_;  // by lkey
+  std::atomic<uint64_t> regions_epoch_{0};
   bool broken_ = false;  // a reply went missing: later calls fail at once with why
   std::string broken_why_;
 };

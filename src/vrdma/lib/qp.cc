@@ -244,22 +244,35 @@ const Grant* Qp::grant(uint32_t key) {
   uint64_t epoch = hdr_->grant_epoch.load(std::memory_order_acquire);
   if (epoch != grant_epoch_) {  // the peer deregistered something: forget every mapping
     grants_.clear();
+    last_grant_ = nullptr;
     grant_epoch_ = epoch;
   }
+  if (last_grant_ && last_grant_key_ == key) return last_grant_;
   auto it = grants_.find(key);
-  if (it != grants_.end()) return &it->second;
-  auto g = ctx_.grant(num_, key);
-  if (!g.ok()) return nullptr;
-  return &grants_.emplace(key, std::move(*g.value)).first->second;
+  if (it == grants_.end()) {
+    auto g = ctx_.grant(num_, key);
+    if (!g.ok()) return nullptr;
+    it = grants_.emplace(key, std::move(*g.value)).first;
+  }
+  last_grant_key_ = key;
+  return last_grant_ = &it->second;  // a map's elements stay put while it grows
 }
 
-bool Qp::local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) const {
+const Qp::RegionCheck* Qp::region_check(uint32_t lkey) {
+  uint64_t epoch = ctx_.regions_epoch();  // read first: a deregistration after it shows next time
+  if (last_region_.epoch == epoch && last_region_.lkey == lkey) return &last_region_;
+  const Region* r = ctx_.region(lkey);
+  if (!r) return nullptr;
+  last_region_ = {lkey, r->pd, r->access, r->va(), r->len, epoch};
+  return &last_region_;
+}
+
+bool Qp::local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) {
   total = 0;
   for (int i = 0; i < n; ++i) {
-    const Region* r = ctx_.region(sg[i].lkey);
+    const RegionCheck* r = region_check(sg[i].lkey);
     if (!r || r->pd != attr_.pd || (access && !(r->access & access))) return false;
-    uint64_t va = r->va();
-    if (sg[i].addr < va || sg[i].length > r->len || sg[i].addr - va > r->len - sg[i].length) return false;
+    if (sg[i].addr < r->va || sg[i].length > r->len || sg[i].addr - r->va > r->len - sg[i].length) return false;
     total += sg[i].length;
   }
   return true;
