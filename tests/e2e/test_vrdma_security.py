@@ -1392,6 +1392,38 @@ def test_metrics_are_prometheus_text_and_each_uid_sees_what_it_may(router, world
         holder.communicate(input=b"", timeout=30)
 
 
+SCRAPE_V6 = ("import socket, sys\n"
+             "s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)\n"
+             "s.settimeout(5)\n"
+             "s.connect((sys.argv[1], int(sys.argv[2])))\n"
+             "s.sendall(b'GET /metrics HTTP/1.0\\r\\n\\r\\n')\n"
+             "out = b''\n"
+             "while chunk := s.recv(65536):\n"
+             "    out += chunk\n"
+             "print(out.decode())")
+
+
+@as_root
+def test_a_scraper_on_an_ipv6_socket_sees_only_its_own_tenant(router):
+    """A scraper of this host is told apart by its socket's owner in /proc/net/tcp. One that
+    connected from an IPv6 socket to the v4-mapped ::ffff:127.0.0.1 is listed in tcp6 instead, was
+    not found, and was served every tenant's series as if it were another host. It must see its
+    own tenant only, and a scraper of this host that cannot be told apart sees no tenant at all."""
+    r, port = metrics_router(router, f'[[tenant]]\nname = "t0"\nuids = [0]\n\n[[tenant]]\nname = "tn"\nuids = [{NOBODY}]\n')
+    holder = subprocess.Popen([str(BUILD / "vrdma_client"), r.sock, "pd", "mr:65536", f"wait:{r.sock}.ready"],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while not Path(f"{r.sock}.ready").exists() and time.time() < deadline:
+            time.sleep(0.02)
+        p = run(["/usr/bin/python3", "-c", SCRAPE_V6, "::ffff:127.0.0.1", str(port)], timeout=30, user=NOBODY)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert 'tenant="t0"' not in p.stdout and "vrdma_router_" not in p.stdout, p.stdout
+        assert 'tenant="tn"' in p.stdout, p.stdout
+    finally:
+        holder.communicate(input=b"", timeout=30)
+
+
 @as_root
 def test_silent_scrapers_stall_no_one_and_the_endpoint_recovers(router):
     """Scrapers that connect and say nothing hold only the metrics thread, one at a time for at

@@ -120,6 +120,7 @@ void MetricsServer::serve_one(int fd) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&self), &sl);
   MetricsAsk ask;
   if (auto uid = local_peer_uid(peer, self)) ask = {true, *uid};
+  else if (from_this_host(peer, self)) ask.unknown = true;
   auto body = body_for(ask);
   if (!body) return send_all(fd, http("503 Service Unavailable", "text/plain", "the router did not answer in time\n"), until);
   send_all(fd, http("200 OK", "text/plain; version=0.0.4; charset=utf-8", *body), until);

@@ -25,6 +25,7 @@ namespace rb::vrdma {
 struct MetricsAsk {
   bool local = false;  // from this host, by `uid`; else from another host
   uint32_t uid = 0;
+  bool unknown = false;  // from this host, by a socket whose owner could not be found
 };
 
 class MetricsServer {

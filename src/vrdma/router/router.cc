@@ -506,6 +506,7 @@ uint32_t Router::fresh_key(uint32_t mask) {
 // A scrape's text: a connection from another host sees all (the operator bound the endpoint off
 // loopback); one from this host as its uid may, like vrdmactl stats.
 std::string Router::metrics_text(const MetricsAsk& ask) const {
+  if (ask.unknown) return "# this host's scraper's socket has no owner in /proc/net/tcp{,6}: no tenant is shown\n";
   if (!ask.local || opts_.tenants.router().is_admin(ask.uid)) return stats_prometheus(snapshot(nullptr));
   auto t = opts_.tenants.of_uid(ask.uid);
   if (!t) return "# uid " + std::to_string(ask.uid) + " is in no tenant of this router\n";

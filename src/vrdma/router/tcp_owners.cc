@@ -41,9 +41,56 @@ std::optional<uint32_t> TcpOwners::uid(const sockaddr_storage& local, const sock
   return it->second;
 }
 
+namespace {
+
+// `a` as the other family writes it: an IPv4 address as IPv6 writes it (::ffff:a.b.c.d), a
+// v4-mapped IPv6 one as IPv4; none for any other IPv6 address.
+std::optional<sockaddr_storage> other_family(const sockaddr_storage& a) {
+  sockaddr_storage out{};
+  if (a.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
+    auto& v6 = reinterpret_cast<sockaddr_in6&>(out);
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = v4.sin_port;
+    v6.sin6_addr.s6_addr[10] = v6.sin6_addr.s6_addr[11] = 0xff;
+    std::memcpy(&v6.sin6_addr.s6_addr[12], &v4.sin_addr, 4);
+    return out;
+  }
+  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
+  if (!IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr)) return std::nullopt;
+  auto& v4 = reinterpret_cast<sockaddr_in&>(out);
+  v4.sin_family = AF_INET;
+  v4.sin_port = v6.sin6_port;
+  std::memcpy(&v4.sin_addr, &v6.sin6_addr.s6_addr[12], 4);
+  return out;
+}
+
+}  // namespace
+
 std::optional<uint32_t> local_peer_uid(const sockaddr_storage& peer, const sockaddr_storage& self) {
-  // The peer's socket has our peer as its local end and us as its remote one.
-  return TcpOwners::read(peer.ss_family).uid(peer, self);
+  // The peer's socket has our peer as its local end and us as its remote one. Its family need
+  // not be ours: an IPv6 socket connected to ::ffff:127.0.0.1 reaches an IPv4 listener, and is
+  // listed in tcp6.
+  if (auto uid = TcpOwners::read(peer.ss_family).uid(peer, self)) return uid;
+  auto p = other_family(peer), s = other_family(self);
+  if (!p || !s) return std::nullopt;
+  return TcpOwners::read(p->ss_family).uid(*p, *s);
+}
+
+bool from_this_host(const sockaddr_storage& peer, const sockaddr_storage& self) {
+  auto host = [](const sockaddr_storage& a) -> std::string {
+    sockaddr_storage v = a;
+    if (auto v4 = other_family(a); v4 && a.ss_family == AF_INET6) v = *v4;  // ::ffff:a.b.c.d is a.b.c.d
+    std::string text = proc_net_text(v);
+    return text.substr(0, text.rfind(':'));
+  };
+  if (peer.ss_family == AF_INET && (ntohl(reinterpret_cast<const sockaddr_in&>(peer).sin_addr.s_addr) >> 24) == 127)
+    return true;
+  if (peer.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127)) return true;
+  }
+  return host(peer) == host(self);
 }
 
 }  // namespace rb::vrdma

@@ -30,4 +30,8 @@ class TcpOwners {
 // accept and getsockname give them); none when no local socket is.
 std::optional<uint32_t> local_peer_uid(const sockaddr_storage& peer, const sockaddr_storage& self);
 
+// Whether `peer` is of this host: a loopback address, or the address it reached us at. Such a
+// peer whose socket local_peer_uid cannot find is no stranger to trust with everything.
+bool from_this_host(const sockaddr_storage& peer, const sockaddr_storage& self);
+
 }  // namespace rb::vrdma
