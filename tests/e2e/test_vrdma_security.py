@@ -1274,6 +1274,25 @@ def test_large_copies_are_shared_out_in_turns(router):
     assert_served(ping_result(ping))
 
 
+@as_root
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_tenants_many_qps_share_one_turn(router, threads):
+    """512 router-path QP pairs of one tenant, each with a 1 MiB WRITE in flight: every QP moved
+    its 1 MiB each turn, so a turn copied 512 MiB and another tenant's WRITE waited 133 ms at
+    p50; with --threads 2 the control thread also lost its lock to the data thread turn after
+    turn, and other tenants' vrdma_open timed out. A tenant now moves at most 1 MiB (128
+    requests) a turn over all its QPs, and a data thread lets the control thread in."""
+    r = router(extra=["--threads", str(threads)])
+    attacker = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", HOSTILE, r.sock,
+                                 "wide", "512", str(1 << 20), "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert attacker.stdout.readline().startswith("pairs=512"), attacker.stderr.read()
+        assert_served(ping_result(start_ping(r.sock, 3)))
+    finally:
+        out, err = attacker.communicate(timeout=60)
+    assert attacker.returncode == 0 and int(out.split("ops=")[1]) > 0, out + err
+
+
 def test_pds_are_limited_and_one_in_use_is_busy(router):
     r = router('[[tenant]]\nname = "t"\nuids = [0, 65534]\nmax_pds = 2\n')
     out = run([str(BUILD / "vrdma_client"), r.sock, "pd", "qp", "!dealloc", "pd", "!pd"], timeout=30)

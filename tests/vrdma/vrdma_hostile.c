@@ -49,6 +49,9 @@
  *                                          refused=F other_status=S worst_gap_ms=G" (F: remote access
  *                                          errors; S: the first other status, 0 if none; G: the
  *                                          longest wait for a completion)
+ *   vrdma_hostile SOCKET wide PAIRS BYTES SECONDS  PAIRS router-path pairs, each QP keeping one
+ *                                          WRITE of BYTES in flight for SECONDS (one region apiece
+ *                                          for all): "pairs=P" once made, then "ops=N"
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -802,6 +805,40 @@ static int connect_nowhere(struct vrdma_context* ctx, int port, long n) {
   return 0;
 }
 
+/* A tenant with many QPs, each with a large request in flight: the router moves each QP's share
+ * every turn, and a turn must not grow with the number of QPs a tenant has. */
+static int wide(struct vrdma_context* ctx, int pairs, size_t bytes, double seconds) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 2 * pairs + 16) : NULL;
+  struct vrdma_mr* src = cq ? vrdma_alloc_mr(pd, bytes, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pd, bytes, rw) : NULL;
+  struct vrdma_qp** a = calloc((size_t)pairs, sizeof *a);
+  if (!dst || !a) return die("setup");
+  for (int i = 0; i < pairs; ++i) {
+    struct vrdma_qp_init_attr at = {cq, cq, 4, 4, 0, 0, VRDMA_QP_ROUTER_PATH, NULL};
+    struct vrdma_qp* b = NULL;
+    while (!(a[i] = vrdma_create_qp(pd, &at)) && errno == EAGAIN) usleep(2000); /* the router's pace */
+    while (a[i] && !(b = vrdma_create_qp(pd, &at)) && errno == EAGAIN) usleep(2000);
+    if (!b || connect_both(a[i], b)) return die("pair");
+  }
+  printf("pairs=%d\n", pairs);
+  long ops = 0;
+  for (int i = 0; i < pairs; ++i)
+    if (post_write(a[i], src, dst, (uint32_t)bytes, (uint64_t)i)) return die("post");
+  double until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    struct vrdma_wc w[64];
+    int n = vrdma_poll_cq(cq, 64, w);
+    if (n < 0) return die("poll");
+    for (int k = 0; k < n; ++k, ++ops)
+      if (post_write(a[w[k].wr_id], src, dst, (uint32_t)bytes, w[k].wr_id)) return die("post");
+    if (n == 0) usleep(100);
+  }
+  printf("ops=%ld\n", ops);
+  return 0;
+}
+
 static int ping(struct vrdma_context* ctx, const char* sock, double seconds) {
   struct pair p;
   if (router_pair(ctx, &p, 16)) return die("pair");
@@ -860,6 +897,8 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "withdrawn-many") == 0) rc = withdrawn_many(ctx, atoi(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "hold") == 0) rc = hold(ctx, atol(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
+  else if (strcmp(mode, "wide") == 0)
+    rc = wide(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20, argc > 5 ? atof(argv[5]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {
     fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);

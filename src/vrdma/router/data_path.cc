@@ -304,17 +304,31 @@ void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int st
   q.view->cqes.push(c);
 }
 
-bool Router::pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy) {
+bool Router::pump(const std::vector<uint32_t>& list, Turns& turns, bool& deferred, bool& busy) {
   bool moved = false;
   deferred = false;
-  for (uint32_t num : list) {
-    auto it = qps_.find(num);
+  turns.shares.clear();  // a tenant's first QP of the turn opens its share
+  auto share_of = [&](TenantUsage* u) -> TurnShare& {
+    for (TurnShare& s : turns.shares)
+      if (s.usage == u) return s;
+    return turns.shares.emplace_back(TurnShare{u, kTenantTurnBytes, kTenantTurnOps});
+  };
+  size_t n = list.size(), start = n ? turns.rotor++ % n : 0;  // not the same QP first each turn
+  for (size_t i = 0; i < n; ++i) {
+    auto it = qps_.find(list[(start + i) % n]);
     if (it == qps_.end()) continue;
     QpEntry& q = it->second;
-    // Cross-host QPs are the control thread's alone (the fabric is), and it is the one here.
-    bool m = q.remote                        ? pump_remote(q)
-             : (q.flags & proto::datagram) ? pump_datagrams(q, deferred)
-                                             : pump_qp(q, deferred);
+    bool m;
+    if (q.remote) {  // cross-host QPs are the control thread's alone (the fabric is), and it is the one here
+      m = pump_remote(q);
+    } else {
+      TurnShare& share = share_of(&usage_.at(sessions_.at(q.owner).tenant.name));
+      if (share.spent()) {  // its tenant has had its turn: next turn
+        busy = busy || (q.view && !q.view->sends.empty());
+        continue;
+      }
+      m = (q.flags & proto::datagram) ? pump_datagrams(q, deferred, share) : pump_qp(q, deferred, share);
+    }
     moved = m || moved;
     busy = busy || (m && !q.waiting);  // a QP that moved and then waits is no reason to spin
   }
@@ -333,7 +347,7 @@ static void give_up_claimed_receive(QpEntry& q, QpEntry& peer) {
   q.claimed_recv.reset();
 }
 
-bool Router::pump_qp(QpEntry& q, bool& deferred_) {
+bool Router::pump_qp(QpEntry& q, bool& deferred_, TurnShare& share) {
   q.waiting = false;
   if (!q.view) return false;
   // Every turn, from the router's records alone: the peer is connected back to this QP and of
@@ -352,13 +366,14 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
   QpEntry& peer = *peer_p;
   const Session& me = sessions_.at(q.owner);
   const Session& them = sessions_.at(peer.owner);
-  TenantUsage& u = usage_.at(me.tenant.name);  // never inserts: a data thread only reads the map
+  TenantUsage& u = *share.usage;
   proto::QpHeader* h = q.header();
   proto::SendEntry e;
   int done = 0;
-  uint64_t budget = kTurnBytes;
+  uint64_t budget = std::min(kTurnBytes, share.bytes);
+  const uint64_t given = budget;
   bool moved = false, arrived = false;
-  for (; done < kBatch && budget && q.view->sends.peek(e); ++done) {
+  for (; done < std::min(kBatch, share.ops) && budget && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
       deferred_ = q.waiting = true;
       break;
@@ -393,6 +408,8 @@ bool Router::pump_qp(QpEntry& q, bool& deferred_) {
     complete(q, u, e.wr_id, e.opcode, o.status, o.byte_len, e.flags & VRDMA_SEND_SIGNALED);
     arrived = arrived || is_send(e.opcode) || e.opcode == VRDMA_WR_RDMA_WRITE_WITH_IMM;
   }
+  share.bytes -= given - budget;
+  share.ops -= done;
   if (arrived) wake_recv(peer);  // once a turn, whatever the batch
   if (done) wake_send(q);
   return done > 0 || moved;
@@ -474,9 +491,10 @@ void Router::run_data(DataThread& d) {
   IdleSpin spin(kSpinRounds);
   while (!stopping_.load(std::memory_order_relaxed)) {
     bool moved, deferred = false, busy = false;
+    while (d.control_waiting.load(std::memory_order_acquire)) sched_yield();
     {
       std::lock_guard lk(d.mu);
-      moved = pump(d.qps, deferred, busy);
+      moved = pump(d.qps, d.turns_over_qps, deferred, busy);
       if (moved) d.turns.fetch_add(1, std::memory_order_relaxed);
     }
     if (busy) {

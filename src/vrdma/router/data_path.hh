@@ -38,6 +38,11 @@ inline bool carries_inline(const proto::SendEntry& e) {
 constexpr uint64_t kTurnBytes = 1 << 20;
 
 constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
+// What one tenant moves in one turn of a loop, over all its QPs: a tenant with a thousand QPs
+// delays another's next request by one such share, not by a thousand of them (512 QPs with a
+// 1 MiB WRITE each held another tenant's 64 B WRITE for 133 ms a turn).
+constexpr uint64_t kTenantTurnBytes = kTurnBytes;
+constexpr int kTenantTurnOps = 4 * kBatch;
 constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
 constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
 

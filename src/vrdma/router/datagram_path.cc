@@ -108,15 +108,20 @@ bool Router::failed_lately(const proto::RouterAddress& to) const {
   return f != send_failed_ns_.end() && now_ns() - f->second < kFailedLatelyNs;
 }
 
-bool Router::pump_datagrams(QpEntry& q, bool& deferred) {
+bool Router::pump_datagrams(QpEntry& q, bool& deferred, TurnShare& share) {
   q.waiting = false;
   if (!q.view) return false;
   const Session& me = sessions_.at(q.owner);
-  TenantUsage& u = usage_.at(me.tenant.name);
+  TenantUsage& u = *share.usage;
   const proto::Gid gid = proto::router_gid(opts_.listen.ip, opts_.listen.port);
   proto::SendEntry e;
   int done = 0;
-  for (; done < kBatch && q.view->sends.peek(e); ++done) {
+  struct Spend {  // a datagram is at most VRDMA_UD_MTU: its share is counted in requests
+    TurnShare& share;
+    int& done;
+    ~Spend() { share.ops -= done; }
+  } spend{share, done};
+  for (; done < std::min(kBatch, share.ops) && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
       deferred = q.waiting = true;
       break;

@@ -152,7 +152,15 @@ Status Router::run(int stop_fd) {
   std::vector<std::unique_lock<std::mutex>> held;
   for (auto& d : data_) held.emplace_back(d->mu, std::defer_lock);
   auto hold = [&](bool on) {
-    for (auto& l : held) on ? l.lock() : l.unlock();
+    for (size_t i = 0; i < held.size(); ++i) {
+      if (!on) {
+        held[i].unlock();
+        continue;
+      }
+      data_[i]->control_waiting.fetch_add(1, std::memory_order_acq_rel);  // see DataThread
+      held[i].lock();
+      data_[i]->control_waiting.fetch_sub(1, std::memory_order_acq_rel);
+    }
   };
   hold(true);
   auto idle_turn = [&] {
@@ -173,7 +181,7 @@ Status Router::run(int stop_fd) {
     bool moved = fabric_ && fabric_->poll(*this) > 0;
     bool fabric_moved = moved;
     busy = moved;
-    moved = (!routed_.empty() && pump(routed_, deferred_, busy)) || moved;
+    moved = (!routed_.empty() && pump(routed_, routed_turns_, deferred_, busy)) || moved;
     if (!connects_.empty()) expire_connects();
     if (!probes_.empty() || !unproven_.empty()) expire_probes();
     if (!released_.empty()) sweep_released();

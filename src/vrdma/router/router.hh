@@ -228,8 +228,27 @@ struct TenantUsage {
 };
 
 // --threads N > 1: a thread moving a shard of the same-host router-path QPs.
+// What one tenant may still move in this turn of a loop (kTenantTurnBytes, kTenantTurnOps).
+struct TurnShare {
+  TenantUsage* usage = nullptr;  // the tenant's
+  uint64_t bytes = 0;
+  int ops = 0;
+  bool spent() const { return !bytes || ops <= 0; }
+};
+
+// A loop's turns over its QPs: where the next starts, and the tenants' shares (kept to reuse).
+struct Turns {
+  size_t rotor = 0;
+  std::vector<TurnShare> shares;
+};
+
 struct DataThread {
   std::mutex mu;  // held while it moves; the control thread holds every one while it changes state
+  // The control thread is waiting for `mu`: the data thread lets it have it before taking it
+  // again (the mutex is not fair: a data thread that took it back at once kept the control
+  // thread, and every client's control call, waiting for seconds).
+  std::atomic<int> control_waiting{0};
+  Turns turns_over_qps;
   std::vector<uint32_t> qps;
   UniqueFd kick, epoll;  // the control thread kicks it; it parks on epoll (kick, stop, its QPs' kicks)
   static constexpr uint64_t kQpKickTag = 2;
@@ -305,10 +324,11 @@ class Router final : private LinkSink {
   void ring_bell(UniqueFd& bell);
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
   // `busy`: some QP moved and has more it could move now (worth spinning for).
-  bool pump(const std::vector<uint32_t>& list, bool& deferred, bool& busy);
-  bool pump_qp(QpEntry& q, bool& deferred);
+  // One turn over `list`, starting one further each turn; each tenant moves at most its share.
+  bool pump(const std::vector<uint32_t>& list, Turns& turns, bool& deferred, bool& busy);
+  bool pump_qp(QpEntry& q, bool& deferred, TurnShare& share);
   // A datagram QP's SENDs, each to the QP it names (datagram_path.cc).
-  bool pump_datagrams(QpEntry& q, bool& deferred);
+  bool pump_datagrams(QpEntry& q, bool& deferred, TurnShare& share);
   // The datagram QP a SEND of `from` may reach: `num`, datagram, ready, of the same tenant, with
   // that Q_Key; else null (the datagram is dropped).
   QpEntry* datagram_target(const std::string& tenant, uint32_t num, uint32_t qkey);
@@ -458,6 +478,7 @@ class Router final : private LinkSink {
   std::map<std::string, LogLimit> log_limits_;
   std::map<uint32_t, std::shared_ptr<SrqEntry>> srqs_;  // every SRQ, by number
   std::vector<uint32_t> routed_;     // the QPs on the router path
+  Turns routed_turns_;
   bool deferred_ = false;            // a request waits for tokens (or a receive)
   std::vector<std::unique_ptr<DataThread>> data_;
   std::atomic<bool> stopping_{false};
