@@ -1293,6 +1293,27 @@ def test_a_tenants_many_qps_share_one_turn(router, threads):
     assert attacker.returncode == 0 and int(out.split("ops=")[1]) > 0, out + err
 
 
+@as_root
+def test_a_tenants_bulk_writes_across_hosts_leave_room_for_another(linked_routers):
+    """16 QPs of one tenant each keeping 16 1 MiB WRITEs in flight to another host's router: the
+    fabric's queue to that router is one for all, first come first served, so another tenant's
+    64 B WRITE waited behind 256 MiB (with more, it waited past the 3 s bound and its QP broke).
+    A tenant's requests in flight on the links are held to 8 MiB."""
+    a, b = linked_routers
+    for r in (a, b):
+        os.chmod(r.sock, 0o777)
+    attacker = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", HOSTILE, a.sock,
+                                 "wide-remote", b.sock, "16", str(1 << 20), "16", "10"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert attacker.stdout.readline().startswith("pairs=16"), attacker.stderr.read()
+        time.sleep(1)
+        assert_served(hostile(a.sock, "remote-ping", b.sock, 4), stall_ms=100)
+    finally:
+        out, err = attacker.communicate(timeout=60)
+    assert attacker.returncode == 0 and int(out.split("ops=")[1]) > 0, out + err
+
+
 def test_pds_are_limited_and_one_in_use_is_busy(router):
     r = router('[[tenant]]\nname = "t"\nuids = [0, 65534]\nmax_pds = 2\n')
     out = run([str(BUILD / "vrdma_client"), r.sock, "pd", "qp", "!dealloc", "pd", "!pd"], timeout=30)

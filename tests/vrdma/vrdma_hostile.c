@@ -52,6 +52,14 @@
  *   vrdma_hostile SOCKET wide PAIRS BYTES SECONDS  PAIRS router-path pairs, each QP keeping one
  *                                          WRITE of BYTES in flight for SECONDS (one region apiece
  *                                          for all): "pairs=P" once made, then "ops=N"
+ *   vrdma_hostile SOCKET wide-remote SOCKET_B PAIRS BYTES DEPTH SECONDS  PAIRS QPs here, each
+ *                                          connected to one at the router of SOCKET_B (another
+ *                                          host's), each keeping DEPTH WRITEs of BYTES in flight
+ *                                          for SECONDS: "pairs=P" once made, then "ops=N"
+ *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
+ *                                          here connected to one at SOCKET_B's router, a 64 B
+ *                                          WRITE every millisecond, timed: "rounds=N failed=F
+ *                                          worst_ms=W" (F: requests that failed or took 10 s)
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -839,6 +847,74 @@ static int wide(struct vrdma_context* ctx, int pairs, size_t bytes, double secon
   return 0;
 }
 
+/* A QP here connected to one at `b` (another host's router): 0, or -1 with vrdma_last_error(). */
+static int remote_pair(struct vrdma_pd* pa, struct vrdma_cq* ca, struct vrdma_pd* pb, struct vrdma_cq* cb,
+                       uint32_t depth, struct vrdma_qp** qa) {
+  struct vrdma_qp_init_attr at = {ca, ca, depth, 4, 0, 0, 0, NULL}, bt = {cb, cb, 4, 4, 0, 0, 0, NULL};
+  struct vrdma_qp* qb = NULL;
+  while (!(*qa = vrdma_create_qp(pa, &at)) && errno == EAGAIN) usleep(2000); /* the router's pace */
+  while (*qa && !(qb = vrdma_create_qp(pb, &bt)) && errno == EAGAIN) usleep(2000);
+  return qb ? connect_both(qb, *qa) : -1;
+}
+
+/* One tenant's bulk WRITEs across hosts: the link is every tenant's, and its queue is not. */
+static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, size_t bytes, int depth, double seconds) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq* ca = pb ? vrdma_create_cq(a, pairs * depth + 16) : NULL;
+  struct vrdma_cq* cb = ca ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, bytes, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, bytes, rw) : NULL;
+  struct vrdma_qp** qa = calloc((size_t)pairs, sizeof *qa);
+  if (!dst || !qa) return die("setup");
+  for (int i = 0; i < pairs; ++i)
+    if (remote_pair(pa, ca, pb, cb, (uint32_t)depth, &qa[i])) return die("pair");
+  printf("pairs=%d\n", pairs);
+  for (int i = 0; i < pairs; ++i)
+    for (int k = 0; k < depth; ++k)
+      if (post_write(qa[i], src, dst, (uint32_t)bytes, (uint64_t)i)) return die("post");
+  long ops = 0;
+  double until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    struct vrdma_wc w[64];
+    int n = vrdma_poll_cq(ca, 64, w);
+    if (n < 0) return die("poll");
+    for (int k = 0; k < n; ++k, ++ops)
+      if (w[k].status == VRDMA_WC_SUCCESS && post_write(qa[w[k].wr_id], src, dst, (uint32_t)bytes, w[k].wr_id))
+        return die("post");
+    if (n == 0) usleep(100);
+  }
+  printf("ops=%ld\n", ops);
+  return 0;
+}
+
+static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, 16) : NULL, *cb = ca ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, 4096, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, 4096, rw) : NULL;
+  struct vrdma_qp* qa = NULL;
+  if (!dst || remote_pair(pa, ca, pb, cb, 16, &qa)) return die("setup");
+  long rounds = 0, failed = 0;
+  double worst = 0, until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    double t0 = now_ms();
+    struct vrdma_wc w;
+    int ok = post_write(qa, src, dst, 64, (uint64_t)rounds) == 0 && wait_one(ca, &w) == 0 && w.status == VRDMA_WC_SUCCESS;
+    double dt = now_ms() - t0;
+    if (dt > worst) worst = dt;
+    failed += !ok;
+    ++rounds;
+    if (!ok) break; /* a QP that failed is broken: the rest would fail too */
+    usleep(1000);
+  }
+  printf("rounds=%ld failed=%ld worst_ms=%.1f\n", rounds, failed, worst);
+  return 0;
+}
+
 static int ping(struct vrdma_context* ctx, const char* sock, double seconds) {
   struct pair p;
   if (router_pair(ctx, &p, 16)) return die("pair");
@@ -899,6 +975,9 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "wide") == 0)
     rc = wide(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20, argc > 5 ? atof(argv[5]) : 1);
+  else if (strcmp(mode, "wide-remote") == 0 && argc > 7)
+    rc = wide_remote(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10), atoi(argv[6]), atof(argv[7]));
+  else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {
     fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);

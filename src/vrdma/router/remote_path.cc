@@ -14,6 +14,10 @@ namespace {
 
 constexpr size_t kWindow = 64;                // requests of one QP in flight
 constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the peer's router is gone
+// A tenant's bytes in flight on the links, all its QPs together (one request may exceed it, alone):
+// the fabric's queue to a peer is first come, first served, and one tenant's 4 GiB in it made
+// another's requests wait past kOpBoundNs and fail. At the link's 1-3 GB/s this is a few ms.
+constexpr uint64_t kTenantLinkBytes = 8 << 20;
 
 
 }  // namespace
@@ -61,12 +65,14 @@ bool Router::pump_remote(QpEntry& q) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
         break;
       }
-      if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
+      if (*u.link_bytes >= kTenantLinkBytes) break;  // its tenant's share of the links is out
+      if (!post_remote(q, me, e, o)) break;           // it waits for a key's answer
       charge(u, q, me.tenant, now, o.byte_len);
+      if (!o.done) o.on_link = LinkCharge(u.link_bytes, std::max<uint64_t>(o.byte_len, 1));
     }
     ++r.next_seq;
     q.view->sends.pop(e);
-    r.out.push_back(o);
+    r.out.push_back(std::move(o));
   }
   moved = retire_remote(q, u) || n > 0 || moved;
   // Answers come on the fabric's fd, but a peer that died sends none: look again soon.

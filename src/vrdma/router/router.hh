@@ -101,6 +101,27 @@ struct TokenBuckets {
 };
 
 // A QP whose peer is on another host: the link state of its router-path requests.
+// Bytes of a tenant's on the link, given back when the request that carries them goes (answered,
+// failed, or its QP destroyed).
+class LinkCharge {
+ public:
+  LinkCharge() = default;
+  LinkCharge(std::shared_ptr<uint64_t> of, uint64_t bytes) : of_(std::move(of)), bytes_(bytes) { *of_ += bytes_; }
+  LinkCharge(LinkCharge&& o) noexcept : of_(std::move(o.of_)), bytes_(o.bytes_) {}
+  LinkCharge& operator=(LinkCharge&& o) noexcept {
+    std::swap(of_, o.of_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~LinkCharge() {
+    if (of_) *of_ -= bytes_;
+  }
+
+ private:
+  std::shared_ptr<uint64_t> of_;
+  uint64_t bytes_ = 0;
+};
+
 struct RemoteOut {  // a request of ours in flight to the peer's router
   uint64_t wr_id = 0;
   uint32_t seq = 0;
@@ -111,6 +132,7 @@ struct RemoteOut {  // a request of ours in flight to the peer's router
   uint32_t result_lkey = 0;  // atomics: where the old value goes (looked up again on arrival)
   uint64_t result_addr = 0;
   int64_t posted_ns = 0;
+  LinkCharge on_link;  // its bytes, while it is in flight
   bool peer_lost = false;  // the peer's router knew no such QP: fails once the peer timeout has passed
   // A pulled op's payload: registrations of just its bytes, readable by the target's router, and
   // what keeps them mapped, until the op is answered.
@@ -216,6 +238,9 @@ struct TenantUsage {
   // against max_reg_bytes too, or 1,024 QPs of 64 MiB each are memory no limit sees.
   uint64_t ring_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
+  // Bytes of its requests in flight to other hosts' routers (the control thread's): past
+  // kTenantLinkBytes its QPs wait, so one tenant cannot fill the link every tenant shares.
+  std::shared_ptr<uint64_t> link_bytes = std::make_shared<uint64_t>(0);
   // QP and SRQ numbers are never issued twice, so making them is paced: a tenant makes up to
   // kQpBurst at once, then kQpRate a second (and all tenants together as QpNumbers paces them).
   static constexpr double kQpBurst = 4096, kQpRate = 1000;
