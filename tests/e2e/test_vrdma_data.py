@@ -181,3 +181,12 @@ def test_a_deregistered_key_fails_though_the_library_kept_what_it_checked(router
     r = router()
     out = run([str(BUILD / "vrdma_client"), r.sock, "stale-keys"], timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_forked_child_writes_its_own_copy_of_registered_memory(router):
+    """vrdma puts shared memory under a registered buffer (and vrdma_alloc_mr's regions are shared
+    memory): a forked child's writes to its copy reached the parent. The child gets private
+    copies, holding what the parent had, as Linux gives children of RDMA programs since 5.13."""
+    r = router()
+    out = run([str(BUILD / "vrdma_client"), r.sock, "fork-copies"], timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr

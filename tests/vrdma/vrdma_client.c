@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <vrdma/vrdma.h>
@@ -197,6 +198,35 @@ static int stale_keys(struct vrdma_context* a, struct vrdma_context* b) {
   return 0;
 }
 
+/* A child of fork() writes its copies of a registered buffer and of a vrdma_alloc_mr region
+ * (after checking it sees what the parent wrote): the parent's bytes must stay as they were. */
+static int fork_copies(struct vrdma_context* ctx) {
+  enum { kLen = 1 << 16 };
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  unsigned char* buf = aligned_alloc(4096, kLen);
+  if (!pd || !buf) return -ENOMEM;
+  memset(buf, 'P', kLen);
+  struct vrdma_mr* user = vrdma_reg_mr(pd, buf, kLen, VRDMA_ACCESS_LOCAL_WRITE);
+  struct vrdma_mr* owned = user ? vrdma_alloc_mr(pd, kLen, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!owned) return -errno;
+  memset(owned->addr, 'P', kLen);
+  pid_t child = fork();
+  if (child < 0) return -errno;
+  if (child == 0) {
+    unsigned char* o = owned->addr;
+    int saw = buf[kLen - 1] == 'P' && o[kLen - 1] == 'P';
+    memset(buf, 'C', kLen);
+    memset(o, 'C', kLen);
+    _exit(saw ? 0 : 3);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return -errno;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -ECHILD;
+  for (size_t i = 0; i < kLen; ++i)
+    if (buf[i] != 'P' || ((unsigned char*)owned->addr)[i] != 'P') return -EBADMSG;
+  return vrdma_dereg_mr(owned) || vrdma_dereg_mr(user) ? -errno : 0;
+}
+
 static int step(struct vrdma_context* ctx, const char* s) {
   if (strcmp(s, "pd") == 0) {
     if (npd == kMaxObjects) return -ENOSPC;
@@ -280,6 +310,7 @@ static int step(struct vrdma_context* ctx, const char* s) {
     return path_of(ctx, other, 0, 1);
   }
   if (strcmp(s, "stale-keys") == 0) return stale_keys(ctx, ctx);
+  if (strcmp(s, "fork-copies") == 0) return fork_copies(ctx);
   if (strcmp(s, "sges") == 0) return eight_sge_ops(ctx, ctx, 0);
   if (strcmp(s, "sges-router") == 0) return eight_sge_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);
   if (strncmp(s, "sges-remote:", 12) == 0) {

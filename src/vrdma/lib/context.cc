@@ -69,6 +69,7 @@ Call<std::unique_ptr<Context>> Context::open(const std::string& socket_path) {
   std::unique_ptr<Context> c(new Context());
   c->sock_ = std::move(*sock);
   c->path_ = socket_path;
+  c->fork_copies_.emplace(c->fork_hooks());
   proto::Hello h;
   h.pid = uint32_t(getpid());
   auto a = c->ask(proto::Type::hello, h, proto::Type::welcome);
@@ -92,6 +93,25 @@ void Context::add_wake_fd(int fd) {
 void Context::remove_wake_fd(int fd) {
   std::lock_guard lk(wake_mu_);
   wake_fds_.erase(std::remove(wake_fds_.begin(), wake_fds_.end(), fd), wake_fds_.end());
+}
+
+// A child of fork() gets private copies of the memory under registered buffers (fork_copy.hh):
+// the spans over the caller's own buffers and the regions vrdma_alloc_mr mapped.
+ForkCopies::Hooks Context::fork_hooks() {
+  return {[this](bool on) {
+            if (on) {
+              regions_mu_.lock();
+              spans_.hold(true);
+            } else {
+              spans_.hold(false);
+              regions_mu_.unlock();
+            }
+          },
+          [this](const std::function<void(uintptr_t, uintptr_t)>& each) {
+            spans_.each_span(each);
+            for (const auto& [lkey, r] : regions_)
+              if (r->owned) each(reinterpret_cast<uintptr_t>(r->owned->data()), reinterpret_cast<uintptr_t>(r->owned->data()) + r->owned->size());
+          }};
 }
 
 Context::~Context() {

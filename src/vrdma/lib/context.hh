@@ -18,6 +18,7 @@
 #include "core/unique_fd.hh"
 #include "vrdma/ipc/seqpacket.hh"
 #include "vrdma/ipc/socket_path.hh"
+#include "vrdma/lib/fork_copy.hh"
 #include "vrdma/lib/user_spans.hh"
 #include "vrdma/proto/control.hh"
 
@@ -132,6 +133,7 @@ class Context {
     proto::Message msg;
     UniqueFd fd, fd2;
   };
+  ForkCopies::Hooks fork_hooks();
   // Sends a request and waits for its answer; an Error answer becomes the CallError.
   Call<Answer> ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd = -1, int fd2 = -1);
   template <class T>
@@ -158,6 +160,7 @@ class Context {
   std::atomic<uint64_t> regions_epoch_{0};
   bool broken_ = false;  // a reply went missing: later calls fail at once with why
   std::string broken_why_;
+  std::optional<ForkCopies::Entry> fork_copies_;  // last: it goes first, before what it reaches
 };
 
 }  // namespace rb::vrdma

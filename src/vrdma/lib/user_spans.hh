@@ -33,6 +33,11 @@ class UserSpans {
   Result<Share> share(uintptr_t addr, uint64_t len);
   // A region over `span` has gone; the last gives the pages back private memory, contents kept.
   void release(Span* span);
+  // Around fork(): the spans stay as they are while held (see fork_copy.hh).
+  void hold(bool on) { on ? mu_.lock() : mu_.unlock(); }
+  // Each span's pages, [start, end); the caller holds them.
+  template <class F>
+  void each_span(F f) const;
 
  private:
   Result<Span*> grow(Span& s, uintptr_t addr, uintptr_t end);
@@ -47,5 +52,10 @@ struct UserSpans::Span {
   UniqueFd fd;
   uint32_t regions = 0;
 };
+
+template <class F>
+void UserSpans::each_span(F f) const {
+  for (const auto& [first, s] : spans_) f(s->start, s->end);
+}
 
 }  // namespace rb::vrdma

@@ -151,17 +151,7 @@ Status Router::run(int stop_fd) {
   // or sleep: data threads read the tables it changes.
   std::vector<std::unique_lock<std::mutex>> held;
   for (auto& d : data_) held.emplace_back(d->mu, std::defer_lock);
-  auto hold = [&](bool on) {
-    for (size_t i = 0; i < held.size(); ++i) {
-      if (!on) {
-        held[i].unlock();
-        continue;
-      }
-      data_[i]->control_waiting.fetch_add(1, std::memory_order_acq_rel);  // see DataThread
-      held[i].lock();
-      data_[i]->control_waiting.fetch_sub(1, std::memory_order_acq_rel);
-    }
-  };
+  auto hold = [&](bool on) { hold_data_threads(held, on); };
   hold(true);
   auto idle_turn = [&] {
     if (routed_.empty()) return IdleSpin::Turn::park;
@@ -214,6 +204,20 @@ Status Router::run(int stop_fd) {
       bool stop_now = false;
       if (Status st = handle_event(evs[i], stop_now); !st || stop_now) return st;
     }
+  }
+}
+
+// Takes (or lets go of) every data thread's mutex, saying so first: a data thread lets the
+// control thread have it before taking it again (see DataThread).
+void Router::hold_data_threads(std::vector<std::unique_lock<std::mutex>>& held, bool on) {
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (!on) {
+      held[i].unlock();
+      continue;
+    }
+    data_[i]->control_waiting.fetch_add(1, std::memory_order_acq_rel);
+    held[i].lock();
+    data_[i]->control_waiting.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -372,6 +372,7 @@ class Router final : private LinkSink {
   bool fail_lost_peer(QpEntry& q, bool& deferred);
   void run_data(DataThread& d);
   Status start_data_threads();
+  void hold_data_threads(std::vector<std::unique_lock<std::mutex>>& held, bool on);
   void stop_data_threads();
   // How long the loop may sleep: -1 with nothing deferred, else until the next tokens.
   void set_parked(const std::vector<uint32_t>& list, bool parked);

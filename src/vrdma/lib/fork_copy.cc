@@ -1,0 +1,72 @@
+#include "vrdma/lib/fork_copy.hh"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <mutex>
+#include <set>
+
+namespace rb::vrdma {
+namespace {
+
+// The one list pthread_atfork's handlers can reach.
+struct Registry {
+  std::mutex mu;
+  std::set<ForkCopies::Entry*> entries;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: a fork during exit still finds it
+  return *r;
+}
+
+void prepare() {
+  Registry& r = registry();
+  r.mu.lock();
+  for (ForkCopies::Entry* e : r.entries) ForkCopies::lock(*e, true);
+}
+
+void in_parent() {
+  Registry& r = registry();
+  for (ForkCopies::Entry* e : r.entries) ForkCopies::lock(*e, false);
+  r.mu.unlock();
+}
+
+void in_child() {
+  Registry& r = registry();
+  for (ForkCopies::Entry* e : r.entries) ForkCopies::privatize(*e);
+  in_parent();
+}
+
+}  // namespace
+
+void ForkCopies::lock(Entry& e, bool on) { e.hooks_.lock(on); }
+
+void ForkCopies::privatize(Entry& e) { e.hooks_.ranges(make_private); }
+
+ForkCopies::Entry::Entry(Hooks h) : hooks_(std::move(h)) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(prepare, in_parent, in_child); });
+  std::lock_guard lk(registry().mu);
+  registry().entries.insert(this);
+}
+
+ForkCopies::Entry::~Entry() {
+  std::lock_guard lk(registry().mu);
+  registry().entries.erase(this);
+}
+
+void ForkCopies::make_private(uintptr_t start, uintptr_t end) {
+  size_t len = end - start;
+  void* at = reinterpret_cast<void*>(start);
+  void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) {  // no room for a copy: the pages go rather than stay shared
+    mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    return;
+  }
+  std::memcpy(copy, at, len);
+  mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at);
+}
+
+}  // namespace rb::vrdma
