@@ -1,7 +1,9 @@
 #include "core/shm.hh"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,11 +23,19 @@ size_t whole_pages(size_t len) {
   return (std::max<size_t>(len, 1) + page - 1) / page * page;
 }
 
-// What a mapper relies on: the file cannot shrink under it, and it is as long as the mapping.
+// What a mapper relies on: the file cannot shrink under it, it is as long as the mapping, and it
+// is ordinary shared memory. A hugetlbfs memfd passes the seals, but a hole punched in it frees
+// the page (and its reservation) under every mapping: the next touch is SIGBUS.
 Status check_mappable(int fd, size_t len) {
   int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0) return sys_error(Errc::invalid_argument, "shared memory: not a sealable memfd");
   if (!(seals & F_SEAL_SHRINK)) return {Errc::invalid_argument, "shared memory: memfd is not sealed against shrinking"};
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) != 0) return sys_error(Errc::io, "shared memory: fstatfs");
+  if (fs.f_type != TMPFS_MAGIC)
+    return {Errc::invalid_argument, fmt::format("shared memory: memfd is {} (filesystem {:#x}), not plain memory: "
+                                                "memfd_create without MFD_HUGETLB",
+                                                fs.f_type == HUGETLBFS_MAGIC ? "hugetlb" : "not tmpfs", fs.f_type)};
   struct stat st {};
   if (fstat(fd, &st) != 0) return sys_error(Errc::io, "shared memory: fstat");
   if (uint64_t(st.st_size) < len)

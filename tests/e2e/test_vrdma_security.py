@@ -1159,6 +1159,33 @@ ROUTER_PATH = 2  # proto::QpFlags::router_path
 
 
 @as_root
+def test_hugetlb_memory_is_refused(router):
+    """A hugetlbfs memfd passes the seal and size checks, but its pages can be taken from under a
+    mapping (a punched hole frees the reservation): the router then died of SIGBUS storing into a
+    QP's header. Only ordinary shared memory (tmpfs) is taken, for QPs as for regions."""
+    r = router()
+    c = RawClient(r.sock)
+    pool = Path("/proc/sys/vm/nr_hugepages")
+    before = pool.read_text()
+    try:  # a pool of two pages, so that the mapping itself could succeed (as on hosts that have one)
+        pool.write_text("2\n")
+    except OSError as e:
+        pytest.skip(f"no huge pages to be had here: {e}")
+    fd = os.memfd_create("huge-qp", os.MFD_ALLOW_SEALING | os.MFD_HUGETLB)
+    try:
+        os.ftruncate(fd, 2 << 20)
+        fcntl.fcntl(fd, 1033, 2)  # F_ADD_SEALS, F_SEAL_SHRINK
+        t, body, _ = c.ask("create_qp", struct.pack("<IIQ", c.pd, 0, 2 << 20), [fd])
+    finally:
+        os.close(fd)
+        pool.write_text(before)
+    assert t == RawClient.TYPES["error"] and struct.unpack_from("<i", body)[0] == 22, (t, body)  # EINVAL
+    assert b"hugetlb" in body, body
+    assert r.proc.poll() is None
+    assert_served(ping_result(start_ping(r.sock, 0.5)))
+
+
+@as_root
 def test_a_client_cannot_make_the_routers_descriptors_block(router):
     """A router-path QP's kick fd is shared with its owner, who can clear O_NONBLOCK on it and
     overflow it: the router once read it and hung for good. It is edge-triggered now, never read."""
