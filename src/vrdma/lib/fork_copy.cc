@@ -57,16 +57,22 @@ ForkCopies::Entry::~Entry() {
   registry().entries.erase(this);
 }
 
+// The copy is moved into place where the kernel lets it (one copy of the bytes); where it refuses
+// (mremap has answered EPERM here, with other threads of the parent busy at the fork), private
+// memory is mapped in place and the copy copied into it. Pages that cannot be made private are
+// taken away rather than left shared.
 void ForkCopies::make_private(uintptr_t start, uintptr_t end) {
   size_t len = end - start;
   void* at = reinterpret_cast<void*>(start);
   void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (copy == MAP_FAILED) {  // no room for a copy: the pages go rather than stay shared
-    mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    return;
+  if (copy != MAP_FAILED) {
+    std::memcpy(copy, at, len);
+    if (mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED) return;
   }
-  std::memcpy(copy, at, len);
-  mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at);
+  bool placed = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
+  if (placed && copy != MAP_FAILED) std::memcpy(at, copy, len);
+  if (copy != MAP_FAILED) munmap(copy, len);
+  if (!placed) mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 }
 
 }  // namespace rb::vrdma
