@@ -1321,19 +1321,21 @@ def test_a_tenants_many_qps_share_one_turn(router, threads):
 
 
 @as_root
-def test_a_tenants_bulk_writes_across_hosts_leave_room_for_another(linked_routers):
+@pytest.mark.parametrize("load", [("16", str(1 << 20), "16"), ("256", "8", "64", "fadd")], ids=["writes", "fetch_adds"])
+def test_a_tenants_bulk_ops_across_hosts_leave_room_for_another(linked_routers, load):
     """16 QPs of one tenant each keeping 16 1 MiB WRITEs in flight to another host's router: the
     fabric's queue to that router is one for all, first come first served, so another tenant's
     64 B WRITE waited behind 256 MiB (with more, it waited past the 3 s bound and its QP broke).
-    A tenant's requests in flight on the links are held to 8 MiB."""
+    256 QPs with 64 fetch-adds each did the same with 8 B a request. A tenant's requests in
+    flight on the links are held to 8 MiB and 256 requests."""
     a, b = linked_routers
     for r in (a, b):
         os.chmod(r.sock, 0o777)
     attacker = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", HOSTILE, a.sock,
-                                 "wide-remote", b.sock, "16", str(1 << 20), "16", "10"],
+                                 "wide-remote", b.sock, load[0], load[1], load[2], "10", *load[3:]],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert attacker.stdout.readline().startswith("pairs=16"), attacker.stderr.read()
+        assert attacker.stdout.readline().startswith(f"pairs={load[0]}"), attacker.stderr.read()
         time.sleep(1)
         assert_served(hostile(a.sock, "remote-ping", b.sock, 4), stall_ms=100)
     finally:

@@ -52,10 +52,11 @@
  *   vrdma_hostile SOCKET wide PAIRS BYTES SECONDS  PAIRS router-path pairs, each QP keeping one
  *                                          WRITE of BYTES in flight for SECONDS (one region apiece
  *                                          for all): "pairs=P" once made, then "ops=N"
- *   vrdma_hostile SOCKET wide-remote SOCKET_B PAIRS BYTES DEPTH SECONDS  PAIRS QPs here, each
- *                                          connected to one at the router of SOCKET_B (another
- *                                          host's), each keeping DEPTH WRITEs of BYTES in flight
- *                                          for SECONDS: "pairs=P" once made, then "ops=N"
+ *   vrdma_hostile SOCKET wide-remote SOCKET_B PAIRS BYTES DEPTH SECONDS [fadd]  PAIRS QPs here,
+ *                                          each connected to one at the router of SOCKET_B
+ *                                          (another host's), each keeping DEPTH WRITEs of BYTES
+ *                                          (or fetch-adds) in flight for SECONDS: "pairs=P" once
+ *                                          made, then "ops=N"
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -857,9 +858,26 @@ static int remote_pair(struct vrdma_pd* pa, struct vrdma_cq* ca, struct vrdma_pd
   return qb ? connect_both(qb, *qa) : -1;
 }
 
-/* One tenant's bulk WRITEs across hosts: the link is every tenant's, and its queue is not. */
-static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, size_t bytes, int depth, double seconds) {
-  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+/* A signaled fetch-add of 1 on the first 8 bytes of `dst`, its old value into `src`. */
+static int post_fadd(struct vrdma_qp* qp, struct vrdma_mr* src, struct vrdma_mr* dst, uint64_t id) {
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, 8, src->lkey};
+  struct vrdma_send_wr wr = {0}, *bad = NULL;
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  wr.remote_addr = (uint64_t)(uintptr_t)dst->addr;
+  wr.rkey = dst->rkey;
+  wr.compare_add = 1;
+  return vrdma_post_send(qp, &wr, &bad);
+}
+
+/* One tenant's bulk WRITEs (or a flood of small atomics) across hosts: the link is every
+ * tenant's, and its queue is not. */
+static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, size_t bytes, int depth, double seconds,
+                       int fadd) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_ATOMIC;
   struct vrdma_context* b = vrdma_open(sock_b);
   struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
   struct vrdma_cq* ca = pb ? vrdma_create_cq(a, pairs * depth + 16) : NULL;
@@ -871,9 +889,10 @@ static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, s
   for (int i = 0; i < pairs; ++i)
     if (remote_pair(pa, ca, pb, cb, (uint32_t)depth, &qa[i])) return die("pair");
   printf("pairs=%d\n", pairs);
+#define POST(i) (fadd ? post_fadd(qa[i], src, dst, (uint64_t)(i)) : post_write(qa[i], src, dst, (uint32_t)bytes, (uint64_t)(i)))
   for (int i = 0; i < pairs; ++i)
     for (int k = 0; k < depth; ++k)
-      if (post_write(qa[i], src, dst, (uint32_t)bytes, (uint64_t)i)) return die("post");
+      if (POST(i)) return die("post");
   long ops = 0;
   double until = now_ms() + seconds * 1000;
   while (now_ms() < until) {
@@ -881,12 +900,12 @@ static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, s
     int n = vrdma_poll_cq(ca, 64, w);
     if (n < 0) return die("poll");
     for (int k = 0; k < n; ++k, ++ops)
-      if (w[k].status == VRDMA_WC_SUCCESS && post_write(qa[w[k].wr_id], src, dst, (uint32_t)bytes, w[k].wr_id))
-        return die("post");
+      if (w[k].status == VRDMA_WC_SUCCESS && POST(w[k].wr_id)) return die("post");
     if (n == 0) usleep(100);
   }
   printf("ops=%ld\n", ops);
   return 0;
+#undef POST
 }
 
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
@@ -976,7 +995,8 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "wide") == 0)
     rc = wide(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20, argc > 5 ? atof(argv[5]) : 1);
   else if (strcmp(mode, "wide-remote") == 0 && argc > 7)
-    rc = wide_remote(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10), atoi(argv[6]), atof(argv[7]));
+    rc = wide_remote(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10), atoi(argv[6]), atof(argv[7]),
+                     argc > 8 && strcmp(argv[8], "fadd") == 0);
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

@@ -18,6 +18,9 @@ constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the pe
 // the fabric's queue to a peer is first come, first served, and one tenant's 4 GiB in it made
 // another's requests wait past kOpBoundNs and fail. At the link's 1-3 GB/s this is a few ms.
 constexpr uint64_t kTenantLinkBytes = 8 << 20;
+// And its requests: 16,384 fetch-adds in flight, far under the bytes, stalled another tenant for
+// seconds (each is a message the peer's router carries out).
+constexpr uint64_t kTenantLinkOps = 256;
 
 
 }  // namespace
@@ -65,10 +68,11 @@ bool Router::pump_remote(QpEntry& q) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
         break;
       }
-      if (*u.link_bytes >= kTenantLinkBytes) break;  // its tenant's share of the links is out
-      if (!post_remote(q, me, e, o)) break;           // it waits for a key's answer
+      const LinkUse& used = *u.on_links;
+      if (used.bytes >= kTenantLinkBytes || used.ops >= kTenantLinkOps) break;  // its tenant's share is out
+      if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
       charge(u, q, me.tenant, now, o.byte_len);
-      if (!o.done) o.on_link = LinkCharge(u.link_bytes, std::max<uint64_t>(o.byte_len, 1));
+      if (!o.done) o.on_link = LinkCharge(u.on_links, o.byte_len);
     }
     ++r.next_seq;
     q.view->sends.pop(e);

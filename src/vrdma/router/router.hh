@@ -101,12 +101,20 @@ struct TokenBuckets {
 };
 
 // A QP whose peer is on another host: the link state of its router-path requests.
-// Bytes of a tenant's on the link, given back when the request that carries them goes (answered,
+// What a tenant has on the links: requests and their bytes.
+struct LinkUse {
+  uint64_t ops = 0, bytes = 0;
+};
+
+// One request's part of its tenant's LinkUse, given back when the request goes (answered,
 // failed, or its QP destroyed).
 class LinkCharge {
  public:
   LinkCharge() = default;
-  LinkCharge(std::shared_ptr<uint64_t> of, uint64_t bytes) : of_(std::move(of)), bytes_(bytes) { *of_ += bytes_; }
+  LinkCharge(std::shared_ptr<LinkUse> of, uint64_t bytes) : of_(std::move(of)), bytes_(bytes) {
+    ++of_->ops;
+    of_->bytes += bytes_;
+  }
   LinkCharge(LinkCharge&& o) noexcept : of_(std::move(o.of_)), bytes_(o.bytes_) {}
   LinkCharge& operator=(LinkCharge&& o) noexcept {
     std::swap(of_, o.of_);
@@ -114,11 +122,13 @@ class LinkCharge {
     return *this;
   }
   ~LinkCharge() {
-    if (of_) *of_ -= bytes_;
+    if (!of_) return;
+    --of_->ops;
+    of_->bytes -= bytes_;
   }
 
  private:
-  std::shared_ptr<uint64_t> of_;
+  std::shared_ptr<LinkUse> of_;
   uint64_t bytes_ = 0;
 };
 
@@ -238,9 +248,10 @@ struct TenantUsage {
   // against max_reg_bytes too, or 1,024 QPs of 64 MiB each are memory no limit sees.
   uint64_t ring_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
-  // Bytes of its requests in flight to other hosts' routers (the control thread's): past
-  // kTenantLinkBytes its QPs wait, so one tenant cannot fill the link every tenant shares.
-  std::shared_ptr<uint64_t> link_bytes = std::make_shared<uint64_t>(0);
+  // Its requests in flight to other hosts' routers, and their bytes (the control thread's): past
+  // kTenantLinkOps or kTenantLinkBytes its QPs wait, so one tenant cannot fill the link every
+  // tenant shares.
+  std::shared_ptr<LinkUse> on_links = std::make_shared<LinkUse>();
   // QP and SRQ numbers are never issued twice, so making them is paced: a tenant makes up to
   // kQpBurst at once, then kQpRate a second (and all tenants together as QpNumbers paces them).
   static constexpr double kQpBurst = 4096, kQpRate = 1000;
