@@ -43,6 +43,8 @@ class Fabric {
  public:
   virtual ~Fabric() = default;
   virtual const std::string& provider() const = 0;
+  // Why the last post or completion that failed did (empty when none has).
+  virtual std::string last_failure() const { return {}; }
   virtual int wait_fd() const = 0;
   // Drives progress; true when nothing is ready and the wait fd will signal what comes.
   virtual bool try_wait() = 0;

@@ -162,6 +162,7 @@ int OfiFabric::poll(LinkSink& sink) {
     fi_cq_err_entry err{};
     if (fi_cq_readerr(cq_, &err, 0) != 1) return handled;
     auto* c = static_cast<Context*>(err.op_context);
+    last_failure_ = fmt::format("{} (provider error {})", fi_error(err.err), err.prov_errno);
     if (c && c->kind == Context::recv) {  // a truncated or failed receive: drop it, keep the buffer
       (void)post_recv(c);
     } else if (c) {
@@ -277,6 +278,8 @@ void OfiFabric::post_waiting(LinkSink& sink) {
       if (rc == -FI_EAGAIN && now < w.until_ns) break;
       Context* c = w.c;
       q.pop_front();
+      if (rc == -FI_EAGAIN) last_failure_ = fmt::format("the provider took no post for {} ms", kPostBoundNs / 1'000'000);
+      else if (rc != 0) last_failure_ = fi_error(int(rc));
       if (rc != 0) deliver(c, false, {}, sink);
     }
     it = q.empty() ? waiting_.erase(it) : std::next(it);

@@ -45,6 +45,7 @@ class OfiFabric final : public Fabric {
   OfiFabric& operator=(const OfiFabric&) = delete;
 
   const std::string& provider() const override { return provider_; }
+  std::string last_failure() const override { return last_failure_; }
   int wait_fd() const override { return wait_fd_; }
   // Drives progress; true when nothing is ready and the wait fd will signal what comes.
   bool try_wait() override;
@@ -104,6 +105,7 @@ class OfiFabric final : public Fabric {
   };
 
   std::string provider_;
+  std::string last_failure_;
   fi_info* info_ = nullptr;
   size_t iov_limit_ = 1;  // local pieces one RMA post takes
   fid_fabric* fabric_ = nullptr;

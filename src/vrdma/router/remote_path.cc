@@ -5,6 +5,8 @@
 // in flight up to a window and are answered in the owner's CQE ring in posting order.
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include <vrdma/vrdma.h>
 
 #include "vrdma/router/data_path.hh"
@@ -251,6 +253,8 @@ void Router::on_rma(uint64_t cookie, bool ok) {
     if (!ok) {
       o->status = VRDMA_WC_REM_ACCESS_ERR;
       o->byte_len = 0;
+      log_limited("rma failed", fmt::format("link: an RMA of QP {:#x} to {} failed: {}", q.num,
+                                            proto::to_string(r.peer_at), fabric_->last_failure()));
     }
   }
 }
