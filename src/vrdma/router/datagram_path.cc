@@ -116,11 +116,6 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred, TurnShare& share) {
   const proto::Gid gid = proto::router_gid(opts_.listen.ip, opts_.listen.port);
   proto::SendEntry e;
   int done = 0;
-  struct Spend {  // a datagram is at most VRDMA_UD_MTU: its share is counted in requests
-    TurnShare& share;
-    int& done;
-    ~Spend() { share.ops -= done; }
-  } spend{share, done};
   for (; done < std::min(kBatch, share.ops) && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
       deferred = q.waiting = true;
@@ -168,6 +163,7 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred, TurnShare& share) {
     q.view->sends.pop(e);
     complete(q, u, e.wr_id, e.opcode, status, len, e.flags & VRDMA_SEND_SIGNALED);
   }
+  share.ops -= done;  // a datagram is at most VRDMA_UD_MTU: its share is counted in requests
   if (done) wake_send(q);
   return done > 0;
 }

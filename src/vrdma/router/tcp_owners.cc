@@ -78,19 +78,21 @@ std::optional<uint32_t> local_peer_uid(const sockaddr_storage& peer, const socka
 }
 
 bool from_this_host(const sockaddr_storage& peer, const sockaddr_storage& self) {
-  auto host = [](const sockaddr_storage& a) -> std::string {
-    sockaddr_storage v = a;
-    if (auto v4 = other_family(a); v4 && a.ss_family == AF_INET6) v = *v4;  // ::ffff:a.b.c.d is a.b.c.d
-    std::string text = proc_net_text(v);
+  auto unmapped = [](const sockaddr_storage& a) {  // ::ffff:a.b.c.d is a.b.c.d
+    auto v4 = a.ss_family == AF_INET6 ? other_family(a) : std::nullopt;
+    return v4 ? *v4 : a;
+  };
+  auto host = [](const sockaddr_storage& a) {
+    std::string text = proc_net_text(a);
     return text.substr(0, text.rfind(':'));
   };
-  if (peer.ss_family == AF_INET && (ntohl(reinterpret_cast<const sockaddr_in&>(peer).sin_addr.s_addr) >> 24) == 127)
+  sockaddr_storage p = unmapped(peer);
+  if (p.ss_family == AF_INET) {
+    if ((ntohl(reinterpret_cast<const sockaddr_in&>(p).sin_addr.s_addr) >> 24) == 127) return true;
+  } else if (IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(p).sin6_addr)) {
     return true;
-  if (peer.ss_family == AF_INET6) {
-    const auto& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127)) return true;
   }
-  return host(peer) == host(self);
+  return host(p) == host(unmapped(self));
 }
 
 }  // namespace rb::vrdma
