@@ -639,14 +639,26 @@ def test_regions_held_for_other_hosts_count_against_their_tenant(router, world, 
 @as_root
 def test_released_regions_are_swept_while_the_router_is_idle(router, world, free_port):
     """A region held for other hosts' routers goes when its grace ends, even if nothing wakes the
-    router (it was swept only when some event came)."""
+    router (it was swept only when some event came). Its pages are let go at once (zero pages
+    stand in for them, see blank_for_peers): the router keeps its descriptor and registration."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     assert hostile(r.sock, "mr-churn", 4, 1 << 20, user=NOBODY)["failed"] == "0"
 
-    def held():
+    def mapped():
         return sum("memfd:vrdma-uid-" in line for line in Path(f"/proc/{r.proc.pid}/maps").read_text().splitlines())
 
+    def held():
+        fds = Path(f"/proc/{r.proc.pid}/fd")
+        links = []
+        for f in os.listdir(fds):
+            try:
+                links.append(os.readlink(fds / f))
+            except FileNotFoundError:  # closed meanwhile
+                pass
+        return sum(link.startswith("/memfd:vrdma-uid-") for link in links)
+
     assert held() == 4
+    assert mapped() == 0
     deadline = time.time() + 8
     while held() and time.time() < deadline:
         time.sleep(0.2)
@@ -1321,13 +1333,15 @@ def test_a_tenants_many_qps_share_one_turn(router, threads):
 
 
 @as_root
-@pytest.mark.parametrize("load", [("16", str(1 << 20), "16"), ("256", "8", "64", "fadd")], ids=["writes", "fetch_adds"])
+@pytest.mark.parametrize("load", [("16", str(1 << 20), "16"), ("256", "8", "64", "fadd"), ("1", str(1 << 30), "1")],
+                         ids=["writes", "fetch_adds", "one_gib_writes"])
 def test_a_tenants_bulk_ops_across_hosts_leave_room_for_another(linked_routers, load):
     """16 QPs of one tenant each keeping 16 1 MiB WRITEs in flight to another host's router: the
     fabric's queue to that router is one for all, first come first served, so another tenant's
     64 B WRITE waited behind 256 MiB (with more, it waited past the 3 s bound and its QP broke).
     256 QPs with 64 fetch-adds each did the same with 8 B a request. A tenant's requests in
-    flight on the links are held to 8 MiB and 256 requests."""
+    flight on the links are held to 8 MiB and 256 requests, and a WRITE or READ over 1 MiB goes
+    in 1 MiB pieces within that (a 1 GiB WRITE went whole: another tenant waited 0.2-0.3 s)."""
     a, b = linked_routers
     for r in (a, b):
         os.chmod(r.sock, 0o777)
@@ -1341,6 +1355,32 @@ def test_a_tenants_bulk_ops_across_hosts_leave_room_for_another(linked_routers, 
     finally:
         out, err = attacker.communicate(timeout=60)
     assert attacker.returncode == 0 and int(out.split("ops=")[1]) > 0, out + err
+
+
+@as_root
+def test_a_tenant_that_exits_mid_stream_cuts_no_one_off(linked_routers):
+    """A tenant whose WRITEs to another host are in flight when it exits: its regions there were
+    closed at once, its WRITEs still on the way failed the fabric's key check, and libfabric's tcp
+    then dropped the whole connection between the routers, cancelling every other tenant's RMAs
+    on it (REM_ACCESS_ERR, "Operation canceled"). A released region's registration now stays a
+    while over zero pages, and its router fails the ops that reach it after the revocation."""
+    a, b = linked_routers
+    for r in (a, b):
+        os.chmod(r.sock, 0o777)
+    ping = subprocess.Popen([HOSTILE, a.sock, "remote-ping", b.sock, "5"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        until = time.monotonic() + 4.5
+        runs = 0
+        while time.monotonic() < until:  # each run exits with 64 MiB of WRITEs in flight
+            p = run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", HOSTILE, a.sock,
+                     "wide-remote", b.sock, "8", str(1 << 20), "8", "0.3"], timeout=60)
+            assert p.returncode == 0 and int(p.stdout.split("ops=")[1]) > 0, p.stdout + p.stderr
+            runs += 1
+    finally:
+        result = ping_result(ping)
+    assert runs >= 3, runs
+    assert_served(result, stall_ms=100)
 
 
 def test_pds_are_limited_and_one_in_use_is_busy(router):

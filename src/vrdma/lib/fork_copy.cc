@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <mutex>
@@ -67,7 +69,9 @@ void ForkCopies::make_private(uintptr_t start, uintptr_t end) {
   void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (copy != MAP_FAILED) {
     std::memcpy(copy, at, len);
-    if (mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED) return;
+    // The system call itself: UCX's hook of mremap (a program may load UCX over vrdma) drops
+    // the new address and leaves the copy wherever it puts it.
+    if (reinterpret_cast<void*>(syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at)) == at) return;
   }
   bool placed = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
   if (placed && copy != MAP_FAILED) std::memcpy(at, copy, len);

@@ -37,6 +37,11 @@ inline bool carries_inline(const proto::SendEntry& e) {
 // the whole of it.
 constexpr uint64_t kTurnBytes = 1 << 20;
 
+// Across hosts, a WRITE, READ or pull longer than this goes on the link in pieces of it, a few
+// at a time (CutRma, RemoteIn): the fabric's queue to a peer is one for every tenant.
+constexpr uint64_t kRmaPiece = kTurnBytes;
+constexpr int kPullsInFlight = 4;  // of one op's payload
+
 constexpr int kBatch = 32;                 // requests of one QP per turn: QPs take turns
 // What one tenant moves in one turn of a loop, over all its QPs: a tenant with a thousand QPs
 // delays another's next request by one such share, not by a thousand of them (512 QPs with a

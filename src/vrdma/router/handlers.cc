@@ -170,11 +170,20 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
   return {proto::encode(Type::done, m.h.seq)};
 }
 
-// The grace a released region's mapping gets while the routers of other hosts might still reach
-// it: a peer's RMA that passed the key check before the revocation reached it lands well within
-// this (its router gives up on an op after 3 s). Without a fabric nothing outside this process
-// reaches a region through the router, and it goes at once.
-constexpr int64_t kReleaseGraceNs = 5'000'000'000;
+// A released region's registration stays for the grace, over zero pages: a peer router's RMA
+// that passed its key check before the revocation reached it lands there (its router fails the
+// op, link_revoke), while the tenant's pages are let go. Closing the registration instead made
+// such an RMA fail at the fabric, which (libfabric's tcp) then drops the whole connection: every
+// tenant's RMAs to that host failed with it (a tenant could cut others off by exiting mid-stream).
+void Router::blank_for_peers(RegionBacking& b) {
+  auto pages = b.mem.blank();
+  if (!pages) {  // cannot be kept: peers lose it now
+    log_limited("blank", "a released region's registration closes at once: " + pages.status().message());
+    b.fabric.reset();
+    return;
+  }
+  closer_->drop_later(std::make_shared<Mapping>(std::move(*pages)));
+}
 
 void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
   if (!mr.backing) return;
@@ -182,7 +191,7 @@ void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
     closer_->drop_later(std::move(mr.backing));  // the last mapping of a client's memory: freed off the loop
     return;
   }
-  if (mr.backing.use_count() == 1) mr.backing->fabric.reset();  // no RMA of ours uses it: peers lose it now
+  if (mr.backing.use_count() == 1) blank_for_peers(*mr.backing);
   TenantUsage& u = usage_[tenant];
   ++u.held_mrs;
   u.held_bytes += mr.len;
@@ -192,10 +201,13 @@ void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
 void Router::sweep_released() {
   int64_t now = now_ns();
   while (!released_.empty() && released_.front().until_ns <= now) {
-    TenantUsage& u = usage_[released_.front().tenant];
-    --u.held_mrs;
-    u.held_bytes -= released_.front().bytes;
-    closer_->drop_later(std::move(released_.front().backing));
+    Released& r = released_.front();
+    if (r.backing) {
+      TenantUsage& u = usage_[r.tenant];
+      --u.held_mrs;
+      u.held_bytes -= r.bytes;
+      closer_->drop_later(std::move(r.backing));
+    }
     released_.pop_front();
   }
 }

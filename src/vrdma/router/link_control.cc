@@ -232,10 +232,25 @@ void Router::link_key(const proto::LinkMessage& m) {
   r.keys[rkey] = m.as<proto::LinkKey>();
 }
 
+// The peer's router no longer has the region: its key goes, and an RMA to it still in flight
+// fails (it may have landed in the zero pages the region left, see blank_for_peers; one that
+// landed before, in the region, was answered before this came: the link keeps order).
 void Router::link_revoke(const proto::LinkMessage& m) {
   uint32_t rkey = m.as<proto::LinkRevoke>().rkey;
-  for (auto& [n, q] : qps_)
-    if (q.remote && q.remote->peer_router == m.h.from_router) q.remote->keys.erase(rkey);
+  for (auto& [n, q] : qps_) {
+    if (!q.remote || q.remote->peer_router != m.h.from_router) continue;
+    q.remote->keys.erase(rkey);
+    for (RemoteOut& o : q.remote->out) {
+      if (o.done || !o.one_sided || o.rkey != rkey) continue;
+      o.key_revoked = true;
+      if (!o.cut) continue;
+      o.cut->failed = true;  // no more of its pieces go
+      if (o.cut->in_flight) continue;
+      o.done = true;
+      o.status = VRDMA_WC_REM_ACCESS_ERR;
+      o.byte_len = 0;
+    }
+  }
 }
 
 void Router::tell_peers_revoked(const Session& s, uint32_t rkey) {

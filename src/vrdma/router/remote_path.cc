@@ -16,14 +16,31 @@ namespace {
 
 constexpr size_t kWindow = 64;                // requests of one QP in flight
 constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the peer's router is gone
-// A tenant's bytes in flight on the links, all its QPs together (one request may exceed it, alone):
-// the fabric's queue to a peer is first come, first served, and one tenant's 4 GiB in it made
-// another's requests wait past kOpBoundNs and fail. At the link's 1-3 GB/s this is a few ms.
+// A tenant's bytes in flight on the links, all its QPs together (one pulled SEND may exceed it,
+// alone: its bytes are pulled in pieces): the fabric's queue to a peer is first come, first
+// served, and one tenant's 4 GiB in it made another's requests wait past kOpBoundNs and fail. At
+// the link's 1-3 GB/s this is a few ms.
 constexpr uint64_t kTenantLinkBytes = 8 << 20;
 // And its requests: 16,384 fetch-adds in flight, far under the bytes, stalled another tenant for
 // seconds (each is a message the peer's router carries out).
 constexpr uint64_t kTenantLinkOps = 256;
 
+// The part [off, off + len) of `local`'s bytes, as pieces; their number.
+size_t slice(std::span<const LocalPiece> local, uint64_t off, uint64_t len, LocalPiece* out) {
+  size_t n = 0;
+  for (const LocalPiece& l : local) {
+    if (!len) break;
+    if (off >= l.len) {
+      off -= l.len;
+      continue;
+    }
+    uint64_t take = std::min<uint64_t>(l.len - off, len);
+    out[n++] = {static_cast<uint8_t*>(l.p) + off, take, l.desc, l.pin};
+    len -= take;
+    off = 0;
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -47,10 +64,16 @@ bool Router::pump_remote(QpEntry& q) {
     }
     if (!q.header()->state.load(std::memory_order_acquire)) break_qp(q);
   }
+  // A request going in pieces goes on before any after it.
+  auto cut_waiting = [&] {
+    if (r.out.empty() || !r.out.back().cut || r.out.back().cut->all_posted()) return false;
+    RemoteOut& o = r.out.back();
+    return !post_pieces(r, o, uint64_t(q.num) << 32 | o.seq);
+  };
   proto::SendEntry e;
   int n = 0;
   bool failing = false;  // a request of this turn failed: the rest flush (complete() marks it later)
-  for (; n < kBatch && r.out.size() < kWindow && !r.key_asked && q.view->sends.peek(e); ++n) {
+  for (; n < kBatch && r.out.size() < kWindow && !r.key_asked && !cut_waiting() && q.view->sends.peek(e); ++n) {
     RemoteOut o;
     o.wr_id = e.wr_id;
     o.seq = r.next_seq;
@@ -72,9 +95,11 @@ bool Router::pump_remote(QpEntry& q) {
       }
       const LinkUse& used = *u.on_links;
       if (used.bytes >= kTenantLinkBytes || used.ops >= kTenantLinkOps) break;  // its tenant's share is out
+      o.on_link = LinkCharge(u.on_links, 0);
       if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
       charge(u, q, me.tenant, now, o.byte_len);
-      if (!o.done) o.on_link = LinkCharge(u.on_links, o.byte_len);
+      if (o.done) o.on_link = {};
+      else if (!o.cut) o.on_link.grow(o.byte_len);
     }
     ++r.next_seq;
     q.view->sends.pop(e);
@@ -90,7 +115,7 @@ bool Router::pump_remote(QpEntry& q) {
 // rkey: VRDMA_WC_SUCCESS once on the fabric, kWaitingForKey while the key is asked for, else
 // the status the request fails with.
 int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<const LocalPiece> pieces, uint64_t total,
-                           uint64_t cookie) {
+                           RemoteOut& o, uint64_t cookie) {
   RemoteQp& r = *q.remote;
   auto k = r.keys.find(e.rkey);
   if (k == r.keys.end()) {
@@ -109,9 +134,48 @@ int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<cons
   if ((need & ~key.access) || e.remote_addr < key.va || total > key.len || e.remote_addr - key.va > key.len - total)
     return VRDMA_WC_REM_ACCESS_ERR;
   uint64_t at = key.fabric_base + (e.remote_addr - key.va);
+  o.one_sided = true;
+  o.rkey = e.rkey;
+  if (total > kRmaPiece) {  // its pieces go from pump_remote, in turns
+    o.cut = std::make_unique<CutRma>();
+    CutRma& c = *o.cut;
+    c.local.assign(pieces.begin(), pieces.end());
+    c.at = at;
+    c.key = key.fabric_key;
+    c.total = total;
+    c.read = e.opcode == VRDMA_WR_RDMA_READ;
+    return VRDMA_WC_SUCCESS;
+  }
   Status st = e.opcode == VRDMA_WR_RDMA_READ ? fabric_->read(r.peer_at, pieces, at, key.fabric_key, cookie, *this)
                                              : fabric_->write(r.peer_at, pieces, at, key.fabric_key, cookie, *this);
   return st ? VRDMA_WC_SUCCESS : VRDMA_WC_REM_OP_ERR;
+}
+
+// Posts the next pieces of a cut WRITE or READ while its tenant has less than its share on the
+// links (so one piece at least when it has nothing else there); true once all are posted. A
+// piece is charged as a whole one, the last included (on_rma knows not which piece completed).
+bool Router::post_pieces(const RemoteQp& r, RemoteOut& o, uint64_t cookie) {
+  CutRma& c = *o.cut;
+  while (!c.all_posted() && o.on_link.tenant_bytes() < kTenantLinkBytes) {
+    uint64_t len = std::min(kRmaPiece, c.total - c.posted);
+    LocalPiece part[proto::kMaxSge];
+    size_t n = slice(c.local, c.posted, len, part);
+    Status st = c.read ? fabric_->read(r.peer_at, {part, n}, c.at + c.posted, c.key, cookie, *this)
+                       : fabric_->write(r.peer_at, {part, n}, c.at + c.posted, c.key, cookie, *this);
+    if (!st) {
+      c.failed = true;
+      break;
+    }
+    c.posted += len;
+    ++c.in_flight;
+    o.on_link.grow(kRmaPiece);
+  }
+  if (c.failed && !c.in_flight && !o.done) {
+    o.done = true;
+    o.status = VRDMA_WC_REM_OP_ERR;
+    o.byte_len = 0;
+  }
+  return c.all_posted();
 }
 
 // Sends `e` on its way; false when it must wait (a key's answer), else `o` is in flight or done.
@@ -150,7 +214,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   bool one_sided = (e.opcode == VRDMA_WR_RDMA_WRITE && !e.inline_len) || e.opcode == VRDMA_WR_RDMA_READ;
   if (one_sided && total == 0) return finish(VRDMA_WC_SUCCESS);  // nothing to move, no key to check
   if (one_sided) {
-    int posted = post_one_sided(q, e, {local, n}, total, cookie);
+    int posted = post_one_sided(q, e, {local, n}, total, o, cookie);
     return posted == kWaitingForKey ? false : posted == VRDMA_WC_SUCCESS ? true : finish(posted);
   }
   proto::LinkOp op;
@@ -248,14 +312,24 @@ void Router::on_rma(uint64_t cookie, bool ok) {
     serve_inbound(q);
     return;
   }
-  if (RemoteOut* o = find_out(r, seq)) {
-    o->done = true;
-    if (!ok) {
-      o->status = VRDMA_WC_REM_ACCESS_ERR;
-      o->byte_len = 0;
-      log_limited("rma failed", fmt::format("link: an RMA of QP {:#x} to {} failed: {}", q.num,
-                                            proto::to_string(r.peer_at), fabric_->last_failure()));
-    }
+  RemoteOut* o = find_out(r, seq);
+  if (!o || o->done) return;
+  ok = ok && !o->key_revoked;
+  if (!ok && !o->key_revoked)
+    log_limited("rma failed", fmt::format("link: an RMA of QP {:#x} to {} failed: {}", q.num, proto::to_string(r.peer_at),
+                                          fabric_->last_failure()));
+  if (CutRma* c = o->cut.get()) {  // one piece: the request is done when its last is
+    --c->in_flight;
+    o->on_link.shrink(kRmaPiece);
+    o->posted_ns = now_ns();  // the op bound counts from its last progress
+    c->failed = c->failed || !ok;
+    if (c->in_flight || !c->all_posted()) return;
+    ok = !c->failed;
+  }
+  o->done = true;
+  if (!ok) {
+    o->status = VRDMA_WC_REM_ACCESS_ERR;
+    o->byte_len = 0;
   }
 }
 

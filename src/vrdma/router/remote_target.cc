@@ -48,33 +48,6 @@ int receive_buffers(const Session& owner, uint32_t pd, const proto::RecvEntry& r
   return VRDMA_WC_SUCCESS;
 }
 
-// Pulls an op's payload from the initiator's pieces into `dest`, one READ per overlap; the number
-// posted. `failed` is set when a READ could not be posted or the pieces fall short.
-int pull(Fabric& fabric, LinkSink& sink, const proto::RouterAddress& from, const proto::LinkOp& op, const Dest* dest,
-         uint32_t ndest, uint64_t cookie, bool& failed) {
-  int posted = 0;
-  uint32_t s = 0, d = 0;
-  uint64_t soff = 0, doff = 0, left = op.len;
-  while (left && s < op.npieces && d < ndest) {
-    const proto::LinkPiece& src = op.pieces[s];
-    uint64_t n = std::min({left, uint64_t(src.len) - soff, dest[d].len - doff});
-    LocalPiece into{dest[d].p + doff, n, dest[d].desc, *dest[d].backing};
-    if (n && fabric.read(from, {&into, 1}, src.addr + soff, src.key, cookie, sink)) {
-      ++posted;
-    } else if (n) {
-      failed = true;
-      return posted;
-    }
-    left -= n;
-    soff += n;
-    doff += n;
-    if (soff == src.len) ++s, soff = 0;
-    if (doff == dest[d].len) ++d, doff = 0;
-  }
-  if (left) failed = true;
-  return posted;
-}
-
 }  // namespace
 
 using proto::LinkType;
@@ -111,7 +84,8 @@ bool Router::serve_inbound(QpEntry& q) {
   while (!r.in.empty()) {
     RemoteIn& in = r.in.front();
     if (in.reads_left < 0 && !start_inbound(q, in)) break;  // waits for a receive or for room
-    if (in.reads_left > 0) break;                             // its payload is on its way
+    if (in.pulling()) pull_more(q, in);
+    if (in.reads_left > 0 || in.pulling()) break;  // its payload is on its way
     finish_inbound(q, in);
     r.in.pop_front();
     any = true;
@@ -121,7 +95,8 @@ bool Router::serve_inbound(QpEntry& q) {
 }
 
 // Checks the op and moves (or starts pulling) its payload; false when it must wait. After a
-// true return, reads_left says how many pulls are outstanding (0: done, status set).
+// true return, reads_left says how many pulls are in flight and pulling() whether more are to
+// post (neither: done, status set).
 bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
   const Session& owner = sessions_.at(q.owner);
   const proto::LinkOp& op = in.op;
@@ -183,8 +158,40 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
     in.reads_left = 0;
     return true;
   }
-  in.reads_left = pull(*fabric_, *this, in.from, op, dest, ndest, uint64_t(q.num) << 32, in.read_failed);
+  for (uint32_t k = 0; k < ndest; ++k) in.into.push_back({dest[k].p, dest[k].len, dest[k].desc, *dest[k].backing});
+  in.pull_left = op.len;
+  in.reads_left = 0;
+  pull_more(q, in);
   return true;
+}
+
+// Pulls more of an op's payload from the initiator's pieces into its destination, one READ per
+// overlap of a source piece and a destination (a piece at most), while fewer than
+// kPullsInFlight are. read_failed is set when a READ could not be posted or the pieces fall short.
+void Router::pull_more(QpEntry& q, RemoteIn& in) {
+  uint32_t npieces = std::min<uint32_t>(in.op.npieces, proto::kMaxSge);
+  while (in.pulling() && in.reads_left < kPullsInFlight) {
+    if (in.pull_src >= npieces || in.pull_dst >= in.into.size()) {
+      in.read_failed = true;
+      break;
+    }
+    const proto::LinkPiece& src = in.op.pieces[in.pull_src];
+    const LocalPiece& dst = in.into[in.pull_dst];
+    uint64_t n = std::min({in.pull_left, uint64_t(src.len) - in.pull_soff, dst.len - in.pull_doff, kRmaPiece});
+    if (n) {
+      LocalPiece part{static_cast<uint8_t*>(dst.p) + in.pull_doff, n, dst.desc, dst.pin};
+      if (!fabric_->read(in.from, {&part, 1}, src.addr + in.pull_soff, src.key, uint64_t(q.num) << 32, *this)) {
+        in.read_failed = true;
+        break;
+      }
+      ++in.reads_left;
+    }
+    in.pull_left -= n;
+    in.pull_soff += n;
+    in.pull_doff += n;
+    if (in.pull_soff == src.len) ++in.pull_src, in.pull_soff = 0;
+    if (in.pull_doff == dst.len) ++in.pull_dst, in.pull_doff = 0;
+  }
 }
 
 void Router::finish_inbound(QpEntry& q, RemoteIn& in) {

@@ -5,6 +5,7 @@
 // everything it owned released; its tenant's usage shrinks with it.
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -126,10 +127,33 @@ class LinkCharge {
     --of_->ops;
     of_->bytes -= bytes_;
   }
+  // A request cut in pieces is charged for those in flight only.
+  void grow(uint64_t n) {
+    bytes_ += n;
+    of_->bytes += n;
+  }
+  void shrink(uint64_t n) {
+    n = std::min(n, bytes_);
+    bytes_ -= n;
+    of_->bytes -= n;
+  }
+  uint64_t tenant_bytes() const { return of_ ? of_->bytes : 0; }
 
  private:
   std::shared_ptr<LinkUse> of_;
   uint64_t bytes_ = 0;
+};
+
+// A WRITE or READ longer than a piece goes as pieces, posted in turns while its tenant's share of
+// the links allows: the fabric's queue to a peer is first come, first served, and one 2 GiB RMA
+// in it held another tenant's requests past the op bound.
+struct CutRma {
+  std::vector<LocalPiece> local;  // the owner's memory (pinned for as long as the request lives)
+  uint64_t at = 0, key = 0;       // the peer router's registration of the target
+  uint64_t total = 0, posted = 0;
+  int in_flight = 0;
+  bool read = false, failed = false;
+  bool all_posted() const { return posted == total || failed; }
 };
 
 struct RemoteOut {  // a request of ours in flight to the peer's router
@@ -143,6 +167,10 @@ struct RemoteOut {  // a request of ours in flight to the peer's router
   uint64_t result_addr = 0;
   int64_t posted_ns = 0;
   LinkCharge on_link;  // its bytes, while it is in flight
+  bool one_sided = false;    // a WRITE or READ, to the peer's region of
+  uint32_t rkey = 0;         // this rkey, which its router has since revoked if
+  bool key_revoked = false;  // set: it fails, landed or not (link_revoke)
+  std::unique_ptr<CutRma> cut;  // a WRITE or READ that goes in pieces
   bool peer_lost = false;  // the peer's router knew no such QP: fails once the peer timeout has passed
   // A pulled op's payload: registrations of just its bytes, readable by the target's router, and
   // what keeps them mapped, until the op is answered.
@@ -155,7 +183,12 @@ struct RemoteIn {  // a peer's op for our QP, carried out in arrival order
   uint64_t req = 0;
   proto::RouterAddress from;
   int64_t since_ns = 0;
-  int reads_left = -1;  // -1: not started; pulls of its payload still outstanding
+  int reads_left = -1;  // -1: not started; pulls of its payload in flight
+  // The pulls still to post, a piece at a time (see CutRma): where they come from and go.
+  std::vector<LocalPiece> into;
+  uint32_t pull_src = 0, pull_dst = 0;
+  uint64_t pull_soff = 0, pull_doff = 0, pull_left = 0;
+  bool pulling() const { return pull_left && !read_failed; }
   bool read_failed = false;
   proto::Arrival arrival;  // what it announces when done (SEND, write-imm)
   bool uses_recv = false;
@@ -348,6 +381,8 @@ class Router final : private LinkSink {
   // its mapping stays a grace period (released_).
   void release_region(const std::string& tenant, MemoryRegionEntry& mr);
   void sweep_released();
+  void blank_for_peers(RegionBacking& b);
+  void keep_pulls_a_while(RemoteQp& r);
   // When the loop must look again at the latest (hello deadlines, the released regions' grace),
   // ns from now; -1: nothing is due.
   int64_t next_deadline_ns() const;
@@ -461,8 +496,10 @@ class Router final : private LinkSink {
   void peer_lost(QpEntry& q);
   bool pump_remote(QpEntry& q);
   static constexpr int kWaitingForKey = -1;
+  bool post_pieces(const RemoteQp& r, RemoteOut& o, uint64_t cookie);
+  void pull_more(QpEntry& q, RemoteIn& in);
   int post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<const LocalPiece> pieces, uint64_t total,
-                     uint64_t cookie);
+                     RemoteOut& o, uint64_t cookie);
   bool post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, RemoteOut& o);
   bool register_pulls(std::span<const LocalPiece> local, RemoteOut& o, proto::LinkPiece* pull);
   bool retire_remote(QpEntry& q, TenantUsage& u);
@@ -483,13 +520,20 @@ class Router final : private LinkSink {
   std::unique_ptr<MetricsServer> metrics_;  // --metrics
   std::unique_ptr<LinkGuard> link_guard_;   // with --listen; stops before the fabric closes
   LinkKey32 cm_key_{};                      // signs tenants' rdma_cm messages (cm_sign.cc)
-  // Regions released while the fabric might still be writing into them (a peer's RMA that
-  // passed the key check before the revocation): kept mapped until the deadline (ns).
+  // The grace a released region's mapping gets while the routers of other hosts might still reach
+  // it: a peer's RMA that passed the key check before the revocation reached it lands well within
+  // this (its router gives up on an op after 3 s). Without a fabric nothing outside this process
+  // reaches a region through the router, and it goes at once.
+  static constexpr int64_t kReleaseGraceNs = 5'000'000'000;
+  // Regions released while the fabric might still reach them (a peer's RMA that passed the key
+  // check before the revocation), and pieces a peer may still pull: kept until the deadline (ns).
   struct Released {
     int64_t until_ns = 0;
     std::string tenant;
     uint64_t bytes = 0;
-    std::shared_ptr<RegionBacking> backing;
+    std::shared_ptr<RegionBacking> backing;  // a region; or (none) an op's pulled pieces:
+    std::vector<std::shared_ptr<FabricMr>> pulls;
+    std::vector<std::shared_ptr<const void>> pins;
   };
   std::deque<Released> released_;
   std::map<uint32_t, Session> sessions_;
