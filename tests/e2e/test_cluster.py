@@ -402,9 +402,11 @@ def test_the_host_behind_the_slow_pairs_is_named(rdmabench, tmp_path, hosts, slo
 
 
 def test_a_healthy_run_names_no_host(rdmabench, three_hosts, tmp_path):
+    # Three repeats: a host's pairs fell apart from the others in both of two repeats once on a
+    # busy 2-core machine (a namespace drifted from 31 to 19 Gb/s for the whole run).
     m = three_hosts
     out = tmp_path / "c.jsonl"
-    r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "2", "--json", str(out)]),
+    r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "3", "--json", str(out)]),
             timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "slow hosts: none" in r.stdout and "slow host:" not in r.stdout, r.stdout
