@@ -190,3 +190,14 @@ def test_a_forked_child_writes_its_own_copy_of_registered_memory(router):
     r = router()
     out = run([str(BUILD / "vrdma_client"), r.sock, "fork-copies"], timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_forked_child_that_cannot_have_its_copy_cannot_touch_the_memory(router):
+    """Where the child's copy cannot be made (its address space capped below it; in probe 13, a
+    parent that had used up its mappings), the child got zeros in place of its parent's bytes,
+    or kept sharing them; and once the pages were taken away instead, its first touch waited
+    for ever in the write fence's handler (the buffer had been fenced at its registration). The
+    child now dies of SIGSEGV at its first touch, and the parent's bytes stay as they were."""
+    r = router()
+    out = run([str(BUILD / "vrdma_client"), r.sock, "fork-starved"], timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr

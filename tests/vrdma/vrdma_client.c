@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -227,6 +229,46 @@ static int fork_copies(struct vrdma_context* ctx) {
   return vrdma_dereg_mr(owned) || vrdma_dereg_mr(user) ? -errno : 0;
 }
 
+/* fork() where the child cannot have its copy of a registered buffer (its address space is
+ * capped, RLIMIT_AS, below what the copy needs): the child must neither share the parent's pages
+ * nor see zeros in their place, nor hang; its first touch of them ends it with SIGSEGV. */
+static int fork_starved(struct vrdma_context* ctx) {
+  enum { kLen = 1 << 20 };
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  unsigned char* buf = aligned_alloc(4096, kLen);
+  if (!pd || !buf) return -ENOMEM;
+  memset(buf, 'P', kLen);
+  struct vrdma_mr* mr = vrdma_reg_mr(pd, buf, kLen, VRDMA_ACCESS_LOCAL_WRITE);
+  if (!mr) return -errno;
+  unsigned long pages = 0;
+  FILE* f = fopen("/proc/self/statm", "r");
+  if (!f || fscanf(f, "%lu", &pages) != 1) return -EIO;
+  fclose(f);
+  struct rlimit was, cap;
+  getrlimit(RLIMIT_AS, &was);
+  cap = was;
+  cap.rlim_cur = pages * (unsigned long)sysconf(_SC_PAGESIZE) + kLen / 2;
+  if (setrlimit(RLIMIT_AS, &cap)) return -errno;
+  pid_t child = fork();
+  setrlimit(RLIMIT_AS, &was);
+  if (child < 0) return -errno;
+  if (child == 0) _exit(buf[kLen / 2] == 'P' ? 4 : 3); /* 4: shared or copied after all; 3: zeros */
+  int status = 0;
+  for (int i = 0; i < 1000 && waitpid(child, &status, WNOHANG) == 0; ++i) usleep(10000);
+  if (waitpid(child, &status, WNOHANG) == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    return -ETIMEDOUT;
+  }
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSEGV) {
+    printf("child: %s %d\n", WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return -ECHILD;
+  }
+  for (size_t i = 0; i < kLen; ++i)
+    if (buf[i] != 'P') return -EBADMSG;
+  return vrdma_dereg_mr(mr) ? -errno : 0;
+}
+
 static int step(struct vrdma_context* ctx, const char* s) {
   if (strcmp(s, "pd") == 0) {
     if (npd == kMaxObjects) return -ENOSPC;
@@ -311,6 +353,7 @@ static int step(struct vrdma_context* ctx, const char* s) {
   }
   if (strcmp(s, "stale-keys") == 0) return stale_keys(ctx, ctx);
   if (strcmp(s, "fork-copies") == 0) return fork_copies(ctx);
+  if (strcmp(s, "fork-starved") == 0) return fork_starved(ctx);
   if (strcmp(s, "sges") == 0) return eight_sge_ops(ctx, ctx, 0);
   if (strcmp(s, "sges-router") == 0) return eight_sge_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);
   if (strncmp(s, "sges-remote:", 12) == 0) {

@@ -32,7 +32,8 @@ class ForkCopies {
     friend class ForkCopies;
   };
 
-  // [start, end) (page-aligned) becomes private anonymous memory holding what it held.
+  // [start, end) (page-aligned) becomes private anonymous memory holding what it held, or, where
+  // that cannot be made (no memory for the copy), memory the child cannot touch.
   static void make_private(uintptr_t start, uintptr_t end);
   static void lock(Entry& e, bool on);
   static void privatize(Entry& e);

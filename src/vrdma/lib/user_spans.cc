@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -147,7 +148,8 @@ void UserSpans::release(Span* span) {
   WriteFence fence(start, start + len);  // writers wait; readers see the bytes throughout
   void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (copy != MAP_FAILED && pread(fd, copy, len, from) == ssize_t(len) &&
-      mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED)
+      // The system call itself: UCX's hook of mremap drops the new address.
+      reinterpret_cast<void*>(syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at)) == at)
     return;
   if (copy != MAP_FAILED) munmap(copy, len);
   if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)

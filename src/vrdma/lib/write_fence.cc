@@ -26,6 +26,11 @@ std::atomic<uintptr_t> g_recent_start[kRecent], g_recent_end[kRecent];
 std::atomic<uint32_t> g_fences{0};
 struct sigaction g_previous {};
 
+std::mutex& fence_lock() {
+  static std::mutex* m = new std::mutex;  // never destroyed: a fence or fork during exit still finds it
+  return *m;
+}
+
 bool fenced(uintptr_t a) { return a >= g_start.load() && a < g_end.load(); }
 
 bool recently_fenced(uintptr_t a) {
@@ -64,7 +69,16 @@ void install_handler() {
 
 }  // namespace
 
-WriteFence::WriteFence(uintptr_t start, uintptr_t end) {
+// No fence stood at the fork, and the child's one thread was in no fault: a fault
+// of the child's in a range its parent fenced lately is none of the fence's, and must not be
+// made again for ever (a page that could not be made private is PROT_NONE: the child hung).
+void WriteFence::forget_in_child() {
+  for (int i = 0; i < kRecent; ++i) g_recent_start[i] = g_recent_end[i] = 0;
+  g_start = g_end = 0;
+  g_standing = 0;
+}
+
+WriteFence::WriteFence(uintptr_t start, uintptr_t end) : one_at_a_time_(fence_lock()) {
   // Not over this thread's own stack (a buffer on it registered): its next call would fault on
   // a page it holds read-only, with no stack left to take the fault on. Those pages are
   // remapped unfenced, as before.
