@@ -201,20 +201,6 @@ Router::Reply Router::destroy_qp(Session& s, const proto::Message& m) {
 
 // The peer of a QP that goes away finds its QP broken (after its peer timeout, on the router
 // path): its requests fail, its receives flush.
-// The pieces of its ops not yet answered stay readable a while: the peer's router may be pulling
-// them, and a READ of a registration that has closed makes the fabric drop the whole link (see
-// blank_for_peers).
-void Router::keep_pulls_a_while(RemoteQp& r) {
-  for (RemoteOut& o : r.out) {
-    if (o.done || o.pulls.empty()) continue;
-    Released keep;
-    keep.until_ns = now_ns() + kReleaseGraceNs;
-    keep.pulls = std::move(o.pulls);
-    keep.pins = std::move(o.pins);
-    released_.push_back(std::move(keep));
-  }
-}
-
 void Router::release_qp(uint32_t num) {
   auto it = qps_.find(num);
   if (it == qps_.end()) return;
@@ -222,7 +208,9 @@ void Router::release_qp(uint32_t num) {
     proto::LinkQpGone g{num, it->second.peer};
     link_send(it->second.remote->peer_at, proto::LinkType::qp_gone, 0, g);
   }
-  if (it->second.remote) keep_pulls_a_while(*it->second.remote);
+  if (it->second.remote)
+    for (RemoteOut& o : it->second.remote->out)
+      if (!o.done) keep_pulls_a_while(o);
   for (auto& [n, q] : qps_) {
     if (q.peer != num || q.remote) continue;
     peer_lost(q);  // breaks it (and wakes it) now or after its peer timeout

@@ -258,6 +258,18 @@ bool Router::register_pulls(std::span<const LocalPiece> local, RemoteOut& o, pro
   return true;
 }
 
+// The pieces of an op given up before its answer (its QP gone, or no answer in the bound) stay
+// readable a while: the peer's router may still be pulling them, and a READ of a registration
+// that has closed makes the fabric drop the whole link (see blank_for_peers).
+void Router::keep_pulls_a_while(RemoteOut& o) {
+  if (o.pulls.empty()) return;
+  Released keep;
+  keep.until_ns = now_ns() + kReleaseGraceNs;
+  keep.pulls = std::move(o.pulls);
+  keep.pins = std::move(o.pins);
+  released_.push_back(std::move(keep));
+}
+
 // Answers the requests at the front that are done, in posting order.
 bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
   RemoteQp& r = *q.remote;
@@ -266,6 +278,7 @@ bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
   while (!r.out.empty()) {
     RemoteOut& o = r.out.front();
     if (!o.done && now - o.posted_ns > kOpBoundNs) {
+      keep_pulls_a_while(o);
       o.done = true;
       o.status = VRDMA_WC_REM_OP_ERR;
       o.byte_len = 0;

@@ -382,7 +382,7 @@ class Router final : private LinkSink {
   void release_region(const std::string& tenant, MemoryRegionEntry& mr);
   void sweep_released();
   void blank_for_peers(RegionBacking& b);
-  void keep_pulls_a_while(RemoteQp& r);
+  void keep_pulls_a_while(RemoteOut& o);
   // When the loop must look again at the latest (hello deadlines, the released regions' grace),
   // ns from now; -1: nothing is due.
   int64_t next_deadline_ns() const;
