@@ -100,6 +100,27 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def test_a_reader_waiting_in_poll_hears_that_its_peer_died(one_host, free_port):
+    """Probe 14: a reader waiting in poll() (rpoll) for a peer killed mid-stream, which sends no end
+    of stream, waited for ever: the peer's DISCONNECTED came on the socket's channel and rpoll woke
+    for it but never read it (a blocking recv() did). Now poll() reports it and recv() ends."""
+    reader = start(one_host["server"], [STREAM_CHECK, "pollwait", str(free_port)])
+    wait_listening(reader, seconds=0.7)
+    sender = subprocess.Popen(rsocket_argv(one_host["client"], [STREAM_CHECK, "send", "127.0.0.1", str(free_port),
+                                                                 "100000000000"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.5)
+        sender.kill()  # SIGKILL: no end of stream, no close
+        sender.wait(timeout=10)
+        out, _ = reader.communicate(timeout=15)
+    finally:
+        for p in (sender, reader):
+            if p.poll() is None:
+                p.kill()
+    assert "ended" in out, out
+
+
 def test_a_sender_whose_peer_half_closed_sleeps_and_then_fails(one_host, free_port):
     """Probe 10 F2: a peer that ended its side of the stream (legal TCP) and read nothing more left
     the sender, blocked on a full ring, spinning at a full core for as long as it waited, and past

@@ -12,7 +12,10 @@
  *                                      nothing for SECS seconds, then closes
  *   stream_check pingpong HOST PORT N  N round trips of 1 byte with an echo server; prints
  *                                      "p50_us X": half the median round trip
+ *   stream_check pollwait PORT         accepts one connection, reads it to its end waiting in
+ *                                      poll() (no timeout) before each read, prints "ended"
  */
+#include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -155,12 +158,27 @@ static int halfclose(int port, int seconds) {
   return 0;
 }
 
+static int pollwait(int port) {
+  int c = listen_one(port);
+  if (c < 0) return 1;
+  for (;;) {
+    struct pollfd p = {.fd = c, .events = POLLIN};
+    if (poll(&p, 1, -1) < 0) return perror("poll"), 1;
+    if (recv(c, buf, sizeof buf, 0) <= 0) break;
+  }
+  printf("ended\n");
+  close(c);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 4 && !strcmp(argv[1], "halfclose")) return halfclose(atoi(argv[2]), atoi(argv[3]));
   if (argc == 3 && !strcmp(argv[1], "echo")) return echo(atoi(argv[2]));
+  if (argc == 3 && !strcmp(argv[1], "pollwait")) return pollwait(atoi(argv[2]));
   if (argc == 5 && !strcmp(argv[1], "pingpong")) return pingpong(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 3 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]));
   if (argc == 5 && !strcmp(argv[1], "send")) return send_stream(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10));
-  fprintf(stderr, "usage: stream_check serve PORT | send HOST PORT BYTES | echo PORT | pingpong HOST PORT N\n");
+  fprintf(stderr, "usage: stream_check serve PORT | send HOST PORT BYTES | echo PORT | pingpong HOST PORT N | "
+                  "pollwait PORT\n");
   return 2;
 }

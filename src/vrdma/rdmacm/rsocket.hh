@@ -108,6 +108,7 @@ int wait_socket(Socket& s, int timeout_ms);
 // Arms the CQ's notification; the fds a blocked poll() waits on for `s`.
 int arm(Socket& s);
 void disarm(Socket& s);
+void read_cm_events(Socket& s);  // the DISCONNECTED (peer closed or died) its channel holds
 
 // What a blocked call spins for before it sleeps (VRDMA_RSOCKET_SPIN_US; default 20 us).
 int64_t spin_ns();

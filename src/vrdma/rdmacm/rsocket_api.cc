@@ -122,7 +122,7 @@ int ready_now(pollfd* fds, nfds_t n, std::vector<pollfd>& kernel, std::vector<nf
 // Sleeps until an rsocket's CQ or cm channel, or one of the kernel's descriptors, has something.
 int sleep_on(pollfd* fds, nfds_t n, int timeout_ms) {
   std::vector<pollfd> all;
-  std::vector<Socket*> armed;
+  std::vector<std::pair<Socket*, size_t>> armed;  // and where its channel's fd is in `all`
   for (nfds_t i = 0; i < n; ++i) {
     Socket* s = find(fds[i].fd);
     if (!s) {
@@ -131,12 +131,17 @@ int sleep_on(pollfd* fds, nfds_t n, int timeout_ms) {
     }
     if (arm(*s) != 0) return -1;
     if (ready_events(*s, fds[i].events)) return 0;  // it came as we armed
-    armed.push_back(s);
     if (s->cq_channel) all.push_back({s->cq_channel->fd, POLLIN, 0});
+    armed.emplace_back(s, all.size());
     all.push_back({s->fd, POLLIN, 0});
   }
   int r = poll(all.data(), all.size(), timeout_ms);
-  for (Socket* s : armed) disarm(*s);
+  for (auto [s, at] : armed) {
+    disarm(*s);
+    // Its peer's end comes on the channel: unread, it was never seen, and a waiter on a peer that
+    // died (no end of stream sent) waited for ever.
+    if (all[at].revents) read_cm_events(*s);
+  }
   return r < 0 ? -1 : 0;
 }
 

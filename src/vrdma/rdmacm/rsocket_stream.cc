@@ -80,22 +80,20 @@ void take(Socket& s, const ibv_wc& wc, uint32_t& used) {
   ++s.messages_arrived;
   uint32_t imm = be32toh(wc.imm_data);
   switch (imm & kImmKind) {
-    case kImmData: s.arrived += imm & ~kImmKind; break;
+    case kImmData:  // never more than our ring holds unread: a peer past that broke the protocol
+      if (s.arrived - s.taken + (imm & ~kImmKind) > kRing) {
+        s.broken = true;
+        s.error = EPROTO;
+        break;
+      }
+      s.arrived += imm & ~kImmKind;
+      break;
     case kImmCredit:  // never past what was sent: a peer's claim moves only its own ring
       s.peer_taken = std::min(s.sent, s.peer_taken + (imm & ((1u << kCreditBytesBits) - 1)));
       s.peer_messages = std::min(s.messages_sent, s.peer_messages + ((imm & ~kImmKind) >> kCreditBytesBits));
       break;
     case kImmFin: s.peer_fin = true; break;
     default: s.broken = true; s.error = EPROTO;
-  }
-}
-
-// A DISCONNECTED (the peer closed, or died) on the socket's channel.
-void read_cm_events(Socket& s) {
-  rdma_cm_event* e = nullptr;
-  while (rdma_get_cm_event(s.channel, &e) == 0) {
-    if (e->event == RDMA_CM_EVENT_DISCONNECTED) s.disconnected = true;
-    rdma_ack_cm_event(e);
   }
 }
 
@@ -224,6 +222,15 @@ int send_fin(Socket& s) {
   if (!post_write(s, nullptr, 0, 0, kImmFin, true)) return -1;
   s.fin_sent = true;
   return 0;
+}
+
+// A DISCONNECTED (the peer closed, or died) on the socket's channel.
+void read_cm_events(Socket& s) {
+  rdma_cm_event* e = nullptr;
+  while (rdma_get_cm_event(s.channel, &e) == 0) {
+    if (e->event == RDMA_CM_EVENT_DISCONNECTED) s.disconnected = true;
+    rdma_ack_cm_event(e);
+  }
 }
 
 short ready_events(Socket& s, short wanted) {
