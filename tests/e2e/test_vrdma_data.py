@@ -192,6 +192,16 @@ def test_a_forked_child_writes_its_own_copy_of_registered_memory(router):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_a_forked_childs_calls_on_what_it_inherited_fail_and_leave_the_parent_be(router):
+    """Probe 14: a forked child shares its parent's connection to the router and its rings, so
+    its vrdma_dereg_mr of an inherited region deregistered the parent's, and a poll of an
+    inherited CQ would take the parent's completions. In the child those calls now fail
+    (ECONNRESET, as on a router gone); the parent goes on with its region, PD and CQ."""
+    r = router()
+    out = run([str(BUILD / "vrdma_client"), r.sock, "fork-orphan"], timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_a_forked_child_that_cannot_have_its_copy_cannot_touch_the_memory(router):
     """Where the child's copy cannot be made (its address space capped below it; in probe 13, a
     parent that had used up its mappings), the child got zeros in place of its parent's bytes,

@@ -269,6 +269,33 @@ static int fork_starved(struct vrdma_context* ctx) {
   return vrdma_dereg_mr(mr) ? -errno : 0;
 }
 
+/* A child of fork() calls on what it inherited: each call must fail, never act for the parent (a
+ * child's dereg deregistered the parent's region at the router; its poll took the parent's
+ * completions). The parent then goes on with all of it. */
+static int fork_orphan(struct vrdma_context* ctx) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_mr* mr = pd ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  struct vrdma_cq* cq = mr ? vrdma_create_cq(ctx, 16) : NULL;
+  if (!cq) return -errno;
+  pid_t child = fork();
+  if (child < 0) return -errno;
+  if (child == 0) {
+    struct vrdma_wc wc;
+    int acted = (vrdma_dereg_mr(mr) == 0) | (vrdma_alloc_pd(ctx) != NULL) << 1 | (vrdma_poll_cq(cq, 1, &wc) >= 0) << 2;
+    _exit(acted ? 10 + acted : 0);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return -errno;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    printf("child: %s %d\n", WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return -ECHILD;
+  }
+  struct vrdma_wc wc;
+  if (vrdma_poll_cq(cq, 1, &wc) != 0) return -EIO;
+  if (vrdma_dereg_mr(mr) || vrdma_destroy_cq(cq) || vrdma_dealloc_pd(pd)) return -errno;
+  return 0;
+}
+
 static int step(struct vrdma_context* ctx, const char* s) {
   if (strcmp(s, "pd") == 0) {
     if (npd == kMaxObjects) return -ENOSPC;
@@ -354,6 +381,7 @@ static int step(struct vrdma_context* ctx, const char* s) {
   if (strcmp(s, "stale-keys") == 0) return stale_keys(ctx, ctx);
   if (strcmp(s, "fork-copies") == 0) return fork_copies(ctx);
   if (strcmp(s, "fork-starved") == 0) return fork_starved(ctx);
+  if (strcmp(s, "fork-orphan") == 0) return fork_orphan(ctx);
   if (strcmp(s, "sges") == 0) return eight_sge_ops(ctx, ctx, 0);
   if (strcmp(s, "sges-router") == 0) return eight_sge_ops(ctx, ctx, VRDMA_QP_ROUTER_PATH);
   if (strncmp(s, "sges-remote:", 12) == 0) {

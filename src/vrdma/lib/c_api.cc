@@ -186,8 +186,13 @@ int vrdma_cq_event_fd(const vrdma_cq* cq) { return cq->impl.event_fd(); }
 
 int vrdma_req_notify_cq(vrdma_cq* cq) { return cq->ctx->impl->router_gone() ? 1 : cq->impl.arm(); }
 
+namespace {
+constexpr const char* kForkedAway = "a child of fork() cannot use its parent's QPs, CQs or SRQs";
+}
+
 int vrdma_poll_cq(vrdma_cq* cq, int n, vrdma_wc* wc) {
   if (n < 0) return set_error(EINVAL, "negative count");
+  if (cq->ctx->impl->forked_away()) return set_error(ECONNRESET, kForkedAway);
   int got = cq->impl.poll(n, wc);
   // What completed is delivered first; then a gone router is an error of the CQ itself.
   if (got == 0 && cq->ctx->impl->router_gone()) return set_error(ECONNRESET, "the vrdma router is gone");
@@ -258,6 +263,10 @@ int vrdma_destroy_qp(vrdma_qp* qp) {
 }
 
 int vrdma_post_send(vrdma_qp* qp, vrdma_send_wr* wr, vrdma_send_wr** bad) {
+  if (qp->pd->ctx->impl->forked_away()) {
+    if (bad) *bad = wr;
+    return -set_error(ECONNRESET, kForkedAway);
+  }
   int r = qp->impl->post_send(wr, bad);
   return r ? set_error(r, "post_send: a work request was refused (bad_wr names it)") * -1 : 0;
 }
@@ -281,6 +290,10 @@ int vrdma_withdraw_recvs(vrdma_qp* qp) {
 }
 
 int vrdma_post_recv(vrdma_qp* qp, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
+  if (qp->pd->ctx->impl->forked_away()) {
+    if (bad) *bad = wr;
+    return -set_error(ECONNRESET, kForkedAway);
+  }
   int r = qp->impl->post_recv(wr, bad);
   return r ? set_error(r, "post_recv: a work request was refused (bad_wr names it)") * -1 : 0;
 }
@@ -294,6 +307,10 @@ vrdma_srq* vrdma_create_srq(vrdma_pd* pd, uint32_t max_wr) {
 uint32_t vrdma_srq_capacity(const vrdma_srq* srq) { return srq->impl->capacity(); }
 
 int vrdma_post_srq_recv(vrdma_srq* srq, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
+  if (srq->pd->ctx->impl->forked_away()) {
+    if (bad) *bad = wr;
+    return -set_error(ECONNRESET, kForkedAway);
+  }
   int r = srq->impl->post(wr, bad);
   return r ? set_error(r, "post_srq_recv: a work request was refused (bad_wr names it)") * -1 : 0;
 }

@@ -2,7 +2,9 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,7 +113,26 @@ ForkCopies::Hooks Context::fork_hooks() {
             spans_.each_span(each);
             for (const auto& [lkey, r] : regions_)
               if (r->owned) each(reinterpret_cast<uintptr_t>(r->owned->data()), reinterpret_cast<uintptr_t>(r->owned->data()) + r->owned->size());
-          }};
+          },
+          [this] { leave_to_parent(); }};
+}
+
+// The child shares its parent's connection to the router, which takes what comes on it for the
+// parent's: a child's vrdma_dereg_mr of an inherited region deregistered the parent's. Its copy
+// of the socket becomes one whose peer has gone, so the child's calls fail as on a router that
+// went away; its copy of the watcher (a thread the child has not) is let go, never joined.
+void Context::leave_to_parent() {
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) == 0) {
+    dup3(ends[0], sock_.get(), O_CLOEXEC);
+    close(ends[0]);
+    close(ends[1]);
+  }
+  broken_ = true;
+  broken_why_ = "a child of fork() cannot use its parent's vrdma context";
+  router_gone_.store(true, std::memory_order_relaxed);
+  forked_away_ = true;
+  if (watcher_.joinable()) watcher_.detach();
 }
 
 Context::~Context() {

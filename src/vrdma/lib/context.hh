@@ -92,6 +92,9 @@ class Context {
   // The router closed our connection (it died or cut us off): the data path stops too, since
   // the checks behind every grant are gone. Set by a thread that waits for the hang-up.
   bool router_gone() const { return router_gone_.load(std::memory_order_relaxed); }
+  // In a child of fork(): its copies of the parent's QPs, CQs and SRQs take no part (their
+  // rings are the parent's, shared: a child's poll took the parent's completions).
+  bool forked_away() const { return forked_away_; }
   // Descriptors written to when the router goes, so no thread sleeps on through it (CQ eventfds).
   void add_wake_fd(int fd);
   void remove_wake_fd(int fd);
@@ -134,6 +137,7 @@ class Context {
     UniqueFd fd, fd2;
   };
   ForkCopies::Hooks fork_hooks();
+  void leave_to_parent();
   // Sends a request and waits for its answer; an Error answer becomes the CallError.
   Call<Answer> ask(proto::Type t, std::span<const uint8_t> body, proto::Type want, int fd = -1, int fd2 = -1);
   template <class T>
@@ -151,6 +155,7 @@ class Context {
   proto::RouterAddress router_at_;  // where our router listens for other hosts' routers
   bool direct_ = false;
   std::atomic<bool> router_gone_{false};
+  bool forked_away_ = false;  // set in the child alone (its one thread), before it runs on
   std::mutex wake_mu_;
   std::vector<int> wake_fds_;
   UniqueFd stop_watch_;  // an eventfd: wakes the watcher at close

@@ -49,7 +49,10 @@ void in_child() {
 
 void ForkCopies::lock(Entry& e, bool on) { e.hooks_.lock(on); }
 
-void ForkCopies::privatize(Entry& e) { e.hooks_.ranges(make_private); }
+void ForkCopies::privatize(Entry& e) {
+  e.hooks_.ranges(make_private);
+  if (e.hooks_.in_child) e.hooks_.in_child();
+}
 
 ForkCopies::Entry::Entry(Hooks h) : hooks_(std::move(h)) {
   static std::once_flag once;

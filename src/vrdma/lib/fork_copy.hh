@@ -19,6 +19,7 @@ class ForkCopies {
   struct Hooks {
     std::function<void(bool)> lock;  // true: before fork; false: after, in parent and child
     std::function<void(const std::function<void(uintptr_t, uintptr_t)>&)> ranges;
+    std::function<void()> in_child;  // after the copies: what else the child must not share
   };
   class Entry {
    public:
@@ -36,7 +37,7 @@ class ForkCopies {
   // that cannot be made (no memory for the copy), memory the child cannot touch.
   static void make_private(uintptr_t start, uintptr_t end);
   static void lock(Entry& e, bool on);
-  static void privatize(Entry& e);
+  static void privatize(Entry& e);  // ranges made private, then in_child
 };
 
 }  // namespace rb::vrdma
