@@ -138,9 +138,10 @@ int sleep_on(pollfd* fds, nfds_t n, int timeout_ms) {
   int r = poll(all.data(), all.size(), timeout_ms);
   for (auto [s, at] : armed) {
     disarm(*s);
-    // Its peer's end comes on the channel: unread, it was never seen, and a waiter on a peer that
-    // died (no end of stream sent) waited for ever.
-    if (all[at].revents) read_cm_events(*s);
+    // A connected socket's peer's end comes on its channel: unread, it was never seen, and a
+    // waiter on a peer that died (no end of stream sent) waited for ever. (A listener's channel
+    // holds connection requests, for raccept.)
+    if (all[at].revents && s->phase == Phase::connected) read_cm_events(*s);
   }
   return r < 0 ? -1 : 0;
 }
