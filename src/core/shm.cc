@@ -6,7 +6,6 @@
 #include <sys/vfs.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,26 +78,10 @@ Mapping& Mapping::operator=(Mapping&& o) noexcept {
   return *this;
 }
 
-Result<Mapping> Mapping::blank() {
-  constexpr int kAnon = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-  void* away = mmap(nullptr, len_, PROT_NONE, kAnon, -1, 0);  // a place to move the pages to
-  if (away == MAP_FAILED) return sys_error(Errc::unavailable, "mmap of a range to blank a mapping into");
-  // Moving takes the page tables along: no page is touched, unlike unmapping (tens of ms for GiBs).
-  // The system call itself: UCX's memory hooks (in any process that loads it) replace mremap
-  // with one that drops the new address and moves the pages wherever it likes.
-  if (reinterpret_cast<void*>(syscall(SYS_mremap, p_, len_, len_, MREMAP_MAYMOVE | MREMAP_FIXED, away)) != away) {
-    Status s = sys_error(Errc::unavailable, "mremap to blank a mapping");
-    munmap(away, len_);
-    return s;
-  }
-  Mapping moved(static_cast<uint8_t*>(away), len_);
-  void* zero = mmap(p_, len_, PROT_READ | PROT_WRITE, kAnon | MAP_FIXED_NOREPLACE, -1, 0);
-  if (zero != p_) {
-    if (zero != MAP_FAILED) munmap(zero, len_);  // a kernel that ignored the flag put it elsewhere
-    p_ = std::exchange(moved.p_, nullptr);  // this is the file's pages again, where they went
-    return Status(Errc::unavailable, "the range of a blanked mapping was taken meanwhile");
-  }
-  return moved;
+Status Mapping::zero_in_place() {
+  void* p = mmap(p_, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED) return sys_error(Errc::unavailable, fmt::format("mmap of {} B of zero pages over a mapping", len_));
+  return {};
 }
 
 Mapping::~Mapping() {

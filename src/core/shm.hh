@@ -28,11 +28,10 @@ class Mapping {
   uint8_t* data() const { return p_; }
   size_t size() const { return len_; }
   std::span<uint8_t> bytes() const { return {p_, len_}; }
-  // Moves the file's pages out of this range, into the Mapping returned (its owner unmaps them
-  // where that costs no one a wait), and puts private zero pages in their place: what still
-  // reaches the range by address lands in those, never in the file. An error leaves this the
-  // file's pages at another address (another thread took the range meanwhile).
-  Result<Mapping> blank();
+  // Puts private zero pages where the file's are, in one step (no moment with nothing mapped
+  // there): what still reaches the range by address lands in them, never in the file. The
+  // kernel unmaps the file's pages meanwhile, which takes time with gigabytes of them touched.
+  Status zero_in_place();
 
  private:
   Mapping(uint8_t* p, size_t len) : p_(p), len_(len) {}
@@ -57,7 +56,7 @@ class SharedMemory {
   std::span<uint8_t> bytes() const { return {data(), len_}; }
   int fd() const { return fd_.get(); }
   uint64_t offset() const { return offset_; }  // where in the file data() is
-  Result<Mapping> blank() { return map_.blank(); }  // see Mapping::blank
+  Status zero_in_place() { return map_.zero_in_place(); }  // see Mapping::zero_in_place
   // How a peer on this host finds the byte at `offset`.
   ProcFdHandle handle(uint64_t offset) const;
 

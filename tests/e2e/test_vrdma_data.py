@@ -192,6 +192,14 @@ def test_a_forked_child_writes_its_own_copy_of_registered_memory(router):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_a_buffer_of_more_than_2_gib_registers_with_its_contents(router):
+    """Probe 14: vrdma_reg_mr of a caller's buffer of 2 GiB or more failed with EFAULT: its bytes
+    are copied into the shared memory with pwrite, which Linux cuts at 0x7ffff000 B a call."""
+    r = router()
+    out = run([str(BUILD / "vrdma_client"), r.sock, "pd", f"user:{(2 << 30) + 4096}"], timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_a_forked_childs_calls_on_what_it_inherited_fail_and_leave_the_parent_be(router):
     """Probe 14: a forked child shares its parent's connection to the router and its rings, so
     its vrdma_dereg_mr of an inherited region deregistered the parent's, and a poll of an

@@ -21,6 +21,26 @@ namespace {
 
 uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
 
+// Whole transfers: Linux moves at most 0x7ffff000 B a call, so a span of 2 GiB or more came out
+// short and its registration failed (EFAULT). False on an error or an end of file.
+bool write_all(int fd, const uint8_t* from, size_t len, off_t at) {
+  while (len) {
+    ssize_t n = pwrite(fd, from, len, at);
+    if (n <= 0) return false;
+    from += n, len -= size_t(n), at += n;
+  }
+  return true;
+}
+
+bool read_all(int fd, uint8_t* into, size_t len, off_t at) {
+  while (len) {
+    ssize_t n = pread(fd, into, len, at);
+    if (n <= 0) return false;
+    into += n, len -= size_t(n), at += n;
+  }
+  return true;
+}
+
 Status sys_error(int err, const std::string& what) {
   return {err == ENOMEM ? Errc::unavailable : Errc::invalid_argument, fmt::format("{}: {}", what, std::strerror(err))};
 }
@@ -33,7 +53,7 @@ int map_under(int fd, uint64_t file_offset, uintptr_t addr, uintptr_t end) {
   errno = 0;
   WriteFence fence(addr, end);
   if (!fence.up() && errno) return errno == ENOMEM ? EFAULT : errno;  // ENOMEM: not mapped
-  if (pwrite(fd, reinterpret_cast<const void*>(addr), len, off_t(file_offset)) != ssize_t(len) ||
+  if (!write_all(fd, reinterpret_cast<const uint8_t*>(addr), len, off_t(file_offset)) ||
       mmap(reinterpret_cast<void*>(addr), len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off_t(file_offset)) == MAP_FAILED) {
     int err = errno ? errno : EFAULT;
     mprotect(reinterpret_cast<void*>(addr), len, PROT_READ | PROT_WRITE);  // as it was
@@ -147,13 +167,13 @@ void UserSpans::release(Span* span) {
   void* at = reinterpret_cast<void*>(start);
   WriteFence fence(start, start + len);  // writers wait; readers see the bytes throughout
   void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (copy != MAP_FAILED && pread(fd, copy, len, from) == ssize_t(len) &&
+  if (copy != MAP_FAILED && read_all(fd, static_cast<uint8_t*>(copy), len, from) &&
       // The system call itself: UCX's hook of mremap drops the new address.
       reinterpret_cast<void*>(syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at)) == at)
     return;
   if (copy != MAP_FAILED) munmap(copy, len);
   if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
-    (void)!pread(fd, at, len, from);
+    (void)read_all(fd, static_cast<uint8_t*>(at), len, from);
 }
 
 }  // namespace rb::vrdma

@@ -175,14 +175,12 @@ Router::Reply Router::dereg_mr(Session& s, const proto::Message& m) {
 // op, link_revoke), while the tenant's pages are let go. Closing the registration instead made
 // such an RMA fail at the fabric, which (libfabric's tcp) then drops the whole connection: every
 // tenant's RMAs to that host failed with it (a tenant could cut others off by exiting mid-stream).
-void Router::blank_for_peers(RegionBacking& b) {
-  auto pages = b.mem.blank();
-  if (!pages) {  // cannot be kept: peers lose it now
-    log_limited("blank", "a released region's registration closes at once: " + pages.status().message());
-    b.fabric.reset();
-    return;
-  }
-  closer_->drop_later(std::make_shared<Mapping>(std::move(*pages)));
+// The zero pages go in on the closer's thread (unmapping gigabytes a client touched takes a
+// quarter of a second), in one step: moving the pages out first left a moment with nothing
+// there, and another thread's mmap once took the range. Should it fail, late RMAs land in the
+// tenant's own pages, as before.
+void Router::blank_for_peers(const std::shared_ptr<RegionBacking>& b) {
+  closer_->drop_later(std::shared_ptr<void>(b.get(), [b](void*) { (void)b->mem.zero_in_place(); }));
 }
 
 void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
@@ -191,7 +189,7 @@ void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
     closer_->drop_later(std::move(mr.backing));  // the last mapping of a client's memory: freed off the loop
     return;
   }
-  if (mr.backing.use_count() == 1) blank_for_peers(*mr.backing);
+  if (mr.backing.use_count() == 1) blank_for_peers(mr.backing);
   TenantUsage& u = usage_[tenant];
   ++u.held_mrs;
   u.held_bytes += mr.len;

@@ -381,7 +381,7 @@ class Router final : private LinkSink {
   // its mapping stays a grace period (released_).
   void release_region(const std::string& tenant, MemoryRegionEntry& mr);
   void sweep_released();
-  void blank_for_peers(RegionBacking& b);
+  void blank_for_peers(const std::shared_ptr<RegionBacking>& b);
   void keep_pulls_a_while(RemoteOut& o);
   // When the loop must look again at the latest (hello deadlines, the released regions' grace),
   // ns from now; -1: nothing is due.
