@@ -203,8 +203,10 @@ def test_a_buffer_of_more_than_2_gib_registers_with_its_contents(router):
 def test_a_forked_childs_calls_on_what_it_inherited_fail_and_leave_the_parent_be(router):
     """Probe 14: a forked child shares its parent's connection to the router and its rings, so
     its vrdma_dereg_mr of an inherited region deregistered the parent's, and a poll of an
-    inherited CQ would take the parent's completions. In the child those calls now fail
-    (ECONNRESET, as on a router gone); the parent goes on with its region, PD and CQ."""
+    inherited CQ would take the parent's completions; mapping the memfd under a registered buffer
+    it inherited, it wrote the parent's bytes. In the child those calls now fail (ECONNRESET, as
+    on a router gone) and those memfds are empty; the parent goes on with its region, PD and CQ,
+    its buffer as it was."""
     r = router()
     out = run([str(BUILD / "vrdma_client"), r.sock, "fork-orphan"], timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -22,8 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,16 +275,39 @@ static int fork_starved(struct vrdma_context* ctx) {
 /* A child of fork() calls on what it inherited: each call must fail, never act for the parent (a
  * child's dereg deregistered the parent's region at the router; its poll took the parent's
  * completions). The parent then goes on with all of it. */
+/* The child maps every vrdma memfd it inherited and writes all of it (a deliberate act). */
+static void write_inherited_memfds(void) {
+  DIR* d = opendir("/proc/self/fd");
+  struct dirent* e;
+  while (d && (e = readdir(d))) {
+    char path[300], target[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    struct stat st;
+    if (n <= 0 || (target[n] = 0, !strstr(target, "memfd:vrdma-user")) || fstat(atoi(e->d_name), &st) || st.st_size == 0)
+      continue;
+    void* p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(e->d_name), 0);
+    if (p != MAP_FAILED) memset(p, 'C', (size_t)st.st_size);
+  }
+  if (d) closedir(d);
+}
+
 static int fork_orphan(struct vrdma_context* ctx) {
+  enum { kLen = 1 << 16 };
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_mr* mr = pd ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
   struct vrdma_cq* cq = mr ? vrdma_create_cq(ctx, 16) : NULL;
-  if (!cq) return -errno;
+  unsigned char* buf = aligned_alloc(4096, kLen);
+  if (!cq || !buf) return -errno;
+  memset(buf, 'P', kLen);
+  struct vrdma_mr* user = vrdma_reg_mr(pd, buf, kLen, VRDMA_ACCESS_LOCAL_WRITE);
+  if (!user) return -errno;
   pid_t child = fork();
   if (child < 0) return -errno;
   if (child == 0) {
     struct vrdma_wc wc;
     int acted = (vrdma_dereg_mr(mr) == 0) | (vrdma_alloc_pd(ctx) != NULL) << 1 | (vrdma_poll_cq(cq, 1, &wc) >= 0) << 2;
+    write_inherited_memfds();
     _exit(acted ? 10 + acted : 0);
   }
   int status = 0;
@@ -290,9 +316,11 @@ static int fork_orphan(struct vrdma_context* ctx) {
     printf("child: %s %d\n", WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     return -ECHILD;
   }
+  for (size_t i = 0; i < kLen; ++i)
+    if (buf[i] != 'P') return -EBADMSG;
   struct vrdma_wc wc;
   if (vrdma_poll_cq(cq, 1, &wc) != 0) return -EIO;
-  if (vrdma_dereg_mr(mr) || vrdma_destroy_cq(cq) || vrdma_dealloc_pd(pd)) return -errno;
+  if (vrdma_dereg_mr(user) || vrdma_dereg_mr(mr) || vrdma_destroy_cq(cq) || vrdma_dealloc_pd(pd)) return -errno;
   return 0;
 }
 

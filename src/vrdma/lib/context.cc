@@ -120,7 +120,9 @@ ForkCopies::Hooks Context::fork_hooks() {
 // The child shares its parent's connection to the router, which takes what comes on it for the
 // parent's: a child's vrdma_dereg_mr of an inherited region deregistered the parent's. Its copy
 // of the socket becomes one whose peer has gone, so the child's calls fail as on a router that
-// went away; its copy of the watcher (a thread the child has not) is let go, never joined.
+// went away; its copies of the memfds under registered buffers become empty ones (else it could
+// map the parent's pages through them); its copy of the watcher (a thread the child has not) is
+// let go, never joined.
 void Context::leave_to_parent() {
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) == 0) {
@@ -128,6 +130,7 @@ void Context::leave_to_parent() {
     close(ends[0]);
     close(ends[1]);
   }
+  spans_.cut_fds_in_child();
   broken_ = true;
   broken_why_ = "a child of fork() cannot use its parent's vrdma context";
   router_gone_.store(true, std::memory_order_relaxed);

@@ -176,4 +176,10 @@ void UserSpans::release(Span* span) {
     (void)read_all(fd, static_cast<uint8_t*>(at), len, from);
 }
 
+void UserSpans::cut_fds_in_child() {
+  UniqueFd empty(memfd_create("vrdma-forked-away", MFD_CLOEXEC));
+  if (!empty) return;
+  for (auto& [first, s] : spans_) dup3(empty.get(), s->fd.get(), O_CLOEXEC);
+}
+
 }  // namespace rb::vrdma

@@ -38,6 +38,9 @@ class UserSpans {
   // Each span's pages, [start, end); the caller holds them.
   template <class F>
   void each_span(F f) const;
+  // In a child of fork(), after each span's pages were made private: its copies of the spans'
+  // memfds become empty ones, so it cannot map the parent's pages through them either.
+  void cut_fds_in_child();
 
  private:
   Result<Span*> grow(Span& s, uintptr_t addr, uintptr_t end);
