@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "transport/dma/dma_endpoint.hh"
 #include "transport/dma/dma_transport.hh"
@@ -25,6 +26,53 @@ std::shared_ptr<CudaRuntime> host_runtime() {
   rt->Memset = [](void* p, int v, size_t n) { std::memset(p, v, n); return 0; };
   rt->Memcpy = [](void* d, const void* s, size_t n, int) { std::memcpy(d, s, n); return 0; };
   rt->StreamSynchronize = [](cudaStream_t) { return 0; };
+  return rt;
+}
+
+// cudaMemcpy from pageable host memory to the device returns once the bytes are staged; they land
+// later, though before the legacy stream's next work. This runtime holds such a copy back until
+// the next legacy-stream call (a cudaMemcpy or a wait on the legacy stream).
+struct StagedUpload {
+  void* device = nullptr;
+  size_t device_len = 0;
+  void* pending_to = nullptr;
+  std::vector<uint8_t> pending;
+  void land() {
+    if (pending_to) std::memcpy(pending_to, pending.data(), pending.size());
+    pending_to = nullptr;
+  }
+  bool on_device(const void* p) const {
+    auto* b = static_cast<const uint8_t*>(device);
+    return p >= device && static_cast<const uint8_t*>(p) < b + device_len;
+  }
+};
+
+// The runtime's entry points are plain function pointers, as CUDA's are, so they reach the
+// staging state through this pointer (set by the one test that uses it).
+StagedUpload* staged_now = nullptr;
+
+std::shared_ptr<CudaRuntime> staging_runtime() {
+  auto rt = host_runtime();
+  rt->Malloc = [](void** p, size_t n) {
+    staged_now->device = *p = std::malloc(n);
+    staged_now->device_len = n;
+    return *p ? 0 : 2;
+  };
+  rt->Memcpy = [](void* d, const void* s, size_t n, int) {
+    StagedUpload& st = *staged_now;
+    st.land();
+    if (st.on_device(d) && !st.on_device(s)) {
+      st.pending.assign(static_cast<const uint8_t*>(s), static_cast<const uint8_t*>(s) + n);
+      st.pending_to = d;
+    } else {
+      std::memcpy(d, s, n);
+    }
+    return 0;
+  };
+  rt->StreamSynchronize = [](cudaStream_t stream) {
+    if (!stream) staged_now->land();
+    return 0;
+  };
   return rt;
 }
 
@@ -46,8 +94,8 @@ class DeviceMirror : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<Endpoint> endpoint(bool validate) {
-    auto ep = make_dma_endpoint(EngineKind::cuda_copy, make_cpu_engine(64), host_runtime(), validate);
+  std::unique_ptr<Endpoint> endpoint(bool validate, std::shared_ptr<CudaRuntime> rt = host_runtime()) {
+    auto ep = make_dma_endpoint(EngineKind::cuda_copy, make_cpu_engine(64), std::move(rt), validate);
     Status s = ep->set_remote(server_.mr->remote());
     EXPECT_TRUE(s.is_ok()) << s.message();
     return ep;
@@ -109,6 +157,21 @@ TEST_F(DeviceMirror, QuiesceCopiesBackExactlyWhatThisEndpointWrote) {
   EXPECT_EQ(server_.mem->data()[1023], 0);
   EXPECT_EQ(server_.mem->data()[1024 + 256], 0);
   EXPECT_EQ(server_.mem->data()[4096 + 256], 0);
+}
+
+// Seen on an H200: a write phase's bytes came back as the phase's zeros, because the load of the
+// device buffer landed after the engine's copies.
+TEST_F(DeviceMirror, ThePhasesLoadHasLandedBeforeItsFirstCopy) {
+  StagedUpload staged;
+  staged_now = &staged;
+  {
+    auto ep = endpoint(true, staging_runtime());
+    fill(client_.mem->data(), 256, 5);
+    run(*ep, Op::write, 256, 0, 1024);
+    ASSERT_TRUE(ep->quiesce(5).is_ok());
+    EXPECT_TRUE(holds(server_.mem->data() + 1024, 256, 5)) << "the load overwrote the write";
+  }
+  staged_now = nullptr;
 }
 
 TEST_F(DeviceMirror, WithoutValidateTheDeviceBufferStaysApart) {

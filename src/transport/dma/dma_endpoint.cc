@@ -133,6 +133,10 @@ class DmaEp final : public Endpoint {
     written_.clear();
     Status s = rt_->check(rt_->Memcpy(device_, peer_->base(), remote_len_, CudaRuntime::kMemcpyDefault),
                           "--validate: cudaMemcpy of the peer's region to the device");
+    // From pageable memory cudaMemcpy returns once the bytes are staged, before they land; the
+    // engines' non-blocking streams would race that landing (seen: a write's bytes overwritten
+    // with the phase's zeros). Wait for it on the legacy stream, as set_remote does.
+    if (s) s = rt_->check(rt_->StreamSynchronize(nullptr), "cudaStreamSynchronize");
     if (!s) err_ = s.message();
     return s.is_ok();
   }

@@ -18,6 +18,7 @@ struct OpenedLibrary {
 inline OpenedLibrary open_first(const std::vector<std::string>& names) {
   OpenedLibrary out;
   for (const auto& n : names) {
+    if (n.empty()) continue;  // an empty variable: dlopen("") would hand back the program itself
     out.handle = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (out.handle) {
       out.path = n;
