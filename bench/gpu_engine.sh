@@ -3,7 +3,7 @@
 # machine: first the byte checks of both engines (--validate: every byte each one moved), then
 # Mreq/s by payload (16 B..64 KiB), op, thread count and, for sm, warps per queue; JSON Lines into
 # DIR, then bench/gpu_engine_table.py writes bench/RESULTS.md's section (with the crossover size).
-#   bench/gpu_engine.sh [path/to/rdmabench] [DIR]
+#   [SM_WARPS='4 8 16'] bench/gpu_engine.sh [path/to/rdmabench] [DIR]
 # NVRTC must be there: a machine with no package registry needs the wheel brought along
 # (`pip download nvidia-cuda-nvrtc-cu12==12.9.86`, unzip it); RDMABENCH_NVRTC points at its
 # libnvrtc.so.12, and .venv's (`make nvrtc`) is used when set nowhere else.
@@ -24,9 +24,11 @@ mkdir -p "$DIR"
 rm -f "$DIR"/*.jsonl
 nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current,driver_version --format=csv > "$DIR/gpu.csv"
 
-# 1. Byte checks: both engines, both ops, small and large, one and several queues. Any wrong byte fails the run.
+# 1. Byte checks: both engines, both ops, small and large, one and several queues. Any wrong byte
+#    fails the run. 24 and 61 B take the sm kernel's 8-byte and 1-byte pieces, the rest its 16-byte ones.
 for engine in copy sm; do for t in 1 4; do
-  "$B" -t dma:cuda -o engine=$engine --op write,read --size 16,64,256,4K,64K --threads $t --batch 16 --depth 64 \
+  echo "byte check: engine=$engine threads=$t"
+  "$B" -t dma:cuda -o engine=$engine --op write,read --size 16,24,61,256,4K,64K --threads $t --batch 16 --depth 64 \
     --iters 2000 --random-space 4M --thread-gap 1M --validate >/dev/null
 done; done
 echo "byte checks passed: engine=copy and engine=sm"
@@ -34,12 +36,12 @@ echo "byte checks passed: engine=copy and engine=sm"
 # 2. Rates. Random addressing in 16 MiB per thread; batch 16, depth 256; 0.4 s a point.
 measure() {  # OUT ARGS...
   local out=$1; shift
-  for op in write read; do for t in 1 2 4 8; do
+  for op in write read; do for t in 1 2 4 8 16; do
     "$B" -t dma:cuda "$@" --op $op --size 16,64,256,1K,4K,16K,64K --threads $t --batch 16 --depth 256 \
       --random-space $((16 * t))M --thread-gap 16M --duration 0.4 --warmup 0.1s --json "$DIR/$out" >/dev/null
   done; done
 }
 measure copy.jsonl -o engine=copy
-for w in 4 8 32; do measure sm_w$w.jsonl -o engine=sm -o sm_warps=$w; done
+for w in ${SM_WARPS:-4 8 16}; do measure sm_w$w.jsonl -o engine=sm -o sm_warps=$w; done
 python3 "$HERE/gpu_engine_table.py" "$DIR"
 echo "wrote $DIR and bench/RESULTS.md"

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <vector>
@@ -106,6 +107,10 @@ class SmEngine final : public CopyEngine {
   int submit(std::span<const Copy> copies, bool) override {
     int n = 0;
     for (const auto& c : copies) {
+      if (c.len > UINT32_MAX) {  // a slot's length field is 32 bits (sm_ring.h)
+        err_ = fmt::format("sm engine: a copy of {} bytes is over the ring's 4 GiB bound", c.len);
+        return n ? n : -1;
+      }
       uint64_t pos = 0;
       int rc = smr_try_post(ring_.host(), uint64_t(uintptr_t(c.src)), uint64_t(uintptr_t(c.dst)), c.len, c.wr_id, &pos);
       if (rc == SMR_FULL) break;  // back-pressure: the caller retries what was not taken
@@ -186,7 +191,7 @@ Result<std::unique_ptr<CopyEngine>> make_sm_engine(std::shared_ptr<SmKernel> ker
     return Status(Errc::invalid_argument,
                   fmt::format("sm engine: {} threads is not 1 to {} whole warps (-o sm_warps)", threads, SMR_MAX_CONSUMERS));
   auto e = std::make_unique<SmEngine>(std::move(kernel), threads);
-  Status s = e->init(pow2_at_least(std::max<uint32_t>(depth, 64)));
+  Status s = e->init(pow2_at_least(std::max<uint32_t>({depth, threads, 64u})));  // a slot for every lane's claim
   if (!s) return s;
   return std::unique_ptr<CopyEngine>(std::move(e));
 }

@@ -50,10 +50,13 @@ typedef uintptr_t smr_uptr;
 
 enum { SMR_POSTED = 0, SMR_FULL = 1, SMR_STOPPED = 2 };
 
+/* 32 bytes, two to a cache line: the host misses on a line the GPU last wrote (a slot's seq) on
+ * every post and every completion it reads, and two slots a line halves those misses. */
 typedef struct smr_slot {
   smr_u64 seq; /* the protocol's state of this slot; the other fields are valid after seq = pos + 1 */
-  smr_u64 src, dst, len, id;
-  smr_u64 pad[3];
+  smr_u64 src, dst;
+  unsigned int len; /* one copy is under 4 GiB (rdmabench's ops are) */
+  unsigned int id;  /* the producer's tag, for the tests' accounting; the engine keeps its own */
 } smr_slot;
 
 typedef struct smr_counter {
@@ -184,8 +187,8 @@ SMR_FN int smr_try_post(const smr_ring* r, smr_u64 src, smr_u64 dst, smr_u64 len
                                                  __ATOMIC_RELAXED)) {
       s->src = src;
       s->dst = dst;
-      s->len = len;
-      s->id = id;
+      s->len = (unsigned int)len;
+      s->id = (unsigned int)id;
       smr_store_release(&s->seq, pos + 1);
       *pos_out = pos;
       return SMR_POSTED;
