@@ -188,7 +188,15 @@ int vrdma_req_notify_cq(vrdma_cq* cq) { return cq->ctx->impl->router_gone() ? 1 
 
 namespace {
 constexpr const char* kForkedAway = "a child of fork() cannot use its parent's QPs, CQs or SRQs";
+
+// A post on a context the process inherited at fork: refused whole (bad names the first), since
+// the rings it would write are the parent's.
+extern "C++" template <class Wr>
+int refuse_in_fork_child(Wr* wr, Wr** bad) {
+  if (bad) *bad = wr;
+  return -set_error(ECONNRESET, kForkedAway);
 }
+}  // namespace
 
 int vrdma_poll_cq(vrdma_cq* cq, int n, vrdma_wc* wc) {
   if (n < 0) return set_error(EINVAL, "negative count");
@@ -263,10 +271,7 @@ int vrdma_destroy_qp(vrdma_qp* qp) {
 }
 
 int vrdma_post_send(vrdma_qp* qp, vrdma_send_wr* wr, vrdma_send_wr** bad) {
-  if (qp->pd->ctx->impl->forked_away()) {
-    if (bad) *bad = wr;
-    return -set_error(ECONNRESET, kForkedAway);
-  }
+  if (qp->pd->ctx->impl->forked_away()) return refuse_in_fork_child(wr, bad);
   int r = qp->impl->post_send(wr, bad);
   return r ? set_error(r, "post_send: a work request was refused (bad_wr names it)") * -1 : 0;
 }
@@ -290,10 +295,7 @@ int vrdma_withdraw_recvs(vrdma_qp* qp) {
 }
 
 int vrdma_post_recv(vrdma_qp* qp, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
-  if (qp->pd->ctx->impl->forked_away()) {
-    if (bad) *bad = wr;
-    return -set_error(ECONNRESET, kForkedAway);
-  }
+  if (qp->pd->ctx->impl->forked_away()) return refuse_in_fork_child(wr, bad);
   int r = qp->impl->post_recv(wr, bad);
   return r ? set_error(r, "post_recv: a work request was refused (bad_wr names it)") * -1 : 0;
 }
@@ -307,10 +309,7 @@ vrdma_srq* vrdma_create_srq(vrdma_pd* pd, uint32_t max_wr) {
 uint32_t vrdma_srq_capacity(const vrdma_srq* srq) { return srq->impl->capacity(); }
 
 int vrdma_post_srq_recv(vrdma_srq* srq, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
-  if (srq->pd->ctx->impl->forked_away()) {
-    if (bad) *bad = wr;
-    return -set_error(ECONNRESET, kForkedAway);
-  }
+  if (srq->pd->ctx->impl->forked_away()) return refuse_in_fork_child(wr, bad);
   int r = srq->impl->post(wr, bad);
   return r ? set_error(r, "post_srq_recv: a work request was refused (bad_wr names it)") * -1 : 0;
 }

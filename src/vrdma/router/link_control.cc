@@ -246,9 +246,7 @@ void Router::link_revoke(const proto::LinkMessage& m) {
       if (!o.cut) continue;
       o.cut->failed = true;  // no more of its pieces go
       if (o.cut->in_flight) continue;
-      o.done = true;
-      o.status = VRDMA_WC_REM_ACCESS_ERR;
-      o.byte_len = 0;
+      o.fail(VRDMA_WC_REM_ACCESS_ERR);
     }
   }
 }

@@ -170,11 +170,7 @@ bool Router::post_pieces(const RemoteQp& r, RemoteOut& o, uint64_t cookie) {
     ++c.in_flight;
     o.on_link.grow(kRmaPiece);
   }
-  if (c.failed && !c.in_flight && !o.done) {
-    o.done = true;
-    o.status = VRDMA_WC_REM_OP_ERR;
-    o.byte_len = 0;
-  }
+  if (c.failed && !c.in_flight && !o.done) o.fail(VRDMA_WC_REM_OP_ERR);
   return c.all_posted();
 }
 
@@ -279,9 +275,7 @@ bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
     RemoteOut& o = r.out.front();
     if (!o.done && now - o.posted_ns > kOpBoundNs) {
       keep_pulls_a_while(o);
-      o.done = true;
-      o.status = VRDMA_WC_REM_OP_ERR;
-      o.byte_len = 0;
+      o.fail(VRDMA_WC_REM_OP_ERR);
       break_qp(q);
     }
     if (!o.done) break;
@@ -339,11 +333,8 @@ void Router::on_rma(uint64_t cookie, bool ok) {
     if (c->in_flight || !c->all_posted()) return;
     ok = !c->failed;
   }
-  o->done = true;
-  if (!ok) {
-    o->status = VRDMA_WC_REM_ACCESS_ERR;
-    o->byte_len = 0;
-  }
+  if (ok) o->done = true;
+  else o->fail(VRDMA_WC_REM_ACCESS_ERR);
 }
 
 void Router::link_op_reply(const proto::LinkMessage& m) {
@@ -355,8 +346,7 @@ void Router::link_op_reply(const proto::LinkMessage& m) {
   auto rep = m.as<proto::LinkOpReply>();
   o->done = true;
   if (rep.status == proto::kNoSuchQp) {  // the peer QP has gone
-    o->status = VRDMA_WC_REM_OP_ERR;
-    o->byte_len = 0;
+    o->fail(VRDMA_WC_REM_OP_ERR);
     o->peer_lost = true;
     peer_lost(q);
     return;

@@ -176,6 +176,12 @@ struct RemoteOut {  // a request of ours in flight to the peer's router
   // what keeps them mapped, until the op is answered.
   std::vector<std::shared_ptr<FabricMr>> pulls;
   std::vector<std::shared_ptr<const void>> pins;
+  // Ends it with a failed completion (no bytes moved).
+  void fail(int wc_status) {
+    done = true;
+    status = wc_status;
+    byte_len = 0;
+  }
 };
 struct RemoteIn {  // a peer's op for our QP, carried out in arrival order
   proto::LinkOp op;
