@@ -238,10 +238,7 @@ bool Qp::recvs_orphaned() const {
   return ctx_.router_gone() || (!(attr_.flags & proto::keep_recvs) && peer_broken());
 }
 
-bool Qp::peer_broken() const { return hdr_->state.load(std::memory_order_relaxed) != 0 || ctx_.router_gone(); }
-
-const Grant* Qp::grant(uint32_t key) {
-  uint64_t epoch = hdr_->grant_epoch.load(std::memory_order_acquire);
+const Grant* Qp::grant_lookup(uint32_t key, uint64_t epoch) {
   if (epoch != grant_epoch_) {  // the peer deregistered something: forget every mapping
     grants_.clear();
     last_grant_ = nullptr;
@@ -258,9 +255,7 @@ const Grant* Qp::grant(uint32_t key) {
   return last_grant_ = &it->second;  // a map's elements stay put while it grows
 }
 
-const Qp::RegionCheck* Qp::region_check(uint32_t lkey) {
-  uint64_t epoch = ctx_.regions_epoch();  // read first: a deregistration after it shows next time
-  if (last_region_.epoch == epoch && last_region_.lkey == lkey) return &last_region_;
+const Qp::RegionCheck* Qp::region_lookup(uint32_t lkey, uint64_t epoch) {
   const Region* r = ctx_.region(lkey);
   if (!r) return nullptr;
   last_region_ = {lkey, r->pd, r->access, r->va(), r->len, epoch};
@@ -374,6 +369,12 @@ Qp::Outcome Qp::rdma(const vrdma_send_wr& wr, uint32_t need, bool write) {
   if (total == 0) return {VRDMA_WC_SUCCESS, 0};
   const Grant* g = grant(wr.rkey);
   if (!g || !(g->access & need) || !g->covers(wr.remote_addr, total)) return {VRDMA_WC_REM_ACCESS_ERR, 0};
+  if (wr.num_sge == 1) {  // most requests: one buffer
+    auto* near = reinterpret_cast<uint8_t*>(wr.sg_list[0].addr);
+    if (write) copy_one(g->at(wr.remote_addr), near, total);
+    else copy_one(near, g->at(wr.remote_addr), total);
+    return {VRDMA_WC_SUCCESS, uint32_t(total)};
+  }
   Piece local[proto::kMaxSge];
   for (int i = 0; i < wr.num_sge; ++i)
     local[i] = {reinterpret_cast<uint8_t*>(wr.sg_list[i].addr), wr.sg_list[i].length};

@@ -93,10 +93,22 @@ class Qp {
     uint64_t va = 0, len = 0;
     uint64_t epoch = ~0ull;  // matches no regions_epoch() until filled
   };
-  const RegionCheck* region_check(uint32_t lkey);
+  // The last lkey's and the last rkey's answers are asked for again by nearly every request: those
+  // checks are inline, the lookups behind them (region_lookup, grant_lookup) are not.
+  const RegionCheck* region_check(uint32_t lkey) {
+    uint64_t epoch = ctx_.regions_epoch();  // read first: a deregistration after it shows next time
+    if (last_region_.epoch == epoch && last_region_.lkey == lkey) return &last_region_;
+    return region_lookup(lkey, epoch);
+  }
+  const RegionCheck* region_lookup(uint32_t lkey, uint64_t epoch);
   RegionCheck last_region_;
-  const Grant* grant(uint32_t key);
-  bool peer_broken() const;
+  const Grant* grant(uint32_t key) {
+    uint64_t epoch = hdr_->grant_epoch.load(std::memory_order_acquire);
+    if (epoch == grant_epoch_ && last_grant_ && last_grant_key_ == key) return last_grant_;
+    return grant_lookup(key, epoch);
+  }
+  const Grant* grant_lookup(uint32_t key, uint64_t epoch);
+  bool peer_broken() const { return hdr_->state.load(std::memory_order_relaxed) != 0 || ctx_.router_gone(); }
   bool recvs_orphaned() const;  // the peer is gone and this QP flushes its receives for it
   void complete(const vrdma_send_wr& wr, const Outcome& o);
   void fail_qp() {

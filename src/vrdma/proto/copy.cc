@@ -7,6 +7,10 @@
 namespace rb::vrdma {
 
 void copy_pieces(const Piece* from, int nfrom, const Piece* to, int nto) {
+  if (nfrom == 1 && nto == 1) {  // nearly every op: the general walk below costs 80 instructions
+    if (uint64_t n = std::min(from->len, to->len)) copy_one(to->p, from->p, n);
+    return;
+  }
   uint64_t total = 0, room = 0;
   for (int i = 0; i < nfrom; ++i) total += from[i].len;
   for (int i = 0; i < nto; ++i) room += to[i].len;

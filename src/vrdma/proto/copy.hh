@@ -1,7 +1,9 @@
 #pragma once
 // Moving a request's bytes between scatter-gather lists, for both the library (direct path) and
 // the router (router path).
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 
 namespace rb::vrdma {
 
@@ -13,6 +15,12 @@ struct Piece {
 // Copies the bytes of `from` into `to` as far as both reach. The last byte goes last, with
 // release: a target polling it (write latency) finds the rest there.
 void copy_pieces(const Piece* from, int nfrom, const Piece* to, int nto);
+
+// The same for one buffer into another, `n` bytes (n > 0): nearly every request, inline.
+inline void copy_one(uint8_t* to, const uint8_t* from, uint64_t n) {
+  std::memcpy(to, from, n - 1);
+  std::atomic_ref<uint8_t>(to[n - 1]).store(from[n - 1], std::memory_order_release);
+}
 
 // A fetch-add (`fetch_add` true) or compare-swap on the 8 aligned bytes at `target`, as the
 // library, the router and another host's router all apply it; the value found there.
