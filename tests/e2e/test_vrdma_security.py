@@ -1361,6 +1361,28 @@ def test_a_tenants_bulk_ops_across_hosts_leave_room_for_another(linked_routers, 
 
 
 @as_root
+def test_sends_abandoned_by_their_qps_leave_room_for_another(linked_routers):
+    """A tenant's 256 MiB SENDs to another host, each QP destroyed 30 ms after posting: a SEND's
+    payload is pulled by the target's router, the destroyed QP gave its tenant's link share back
+    while the pulls went on, and the next SEND started at once beside them; another tenant's 64 B
+    WRITE waited 0.4-1.3 s (probe 15). The target now stops pulling for a QP whose peer has gone,
+    and what may still be pulled stays on the tenant's share while its registration is kept."""
+    a, b = linked_routers
+    for r in (a, b):
+        os.chmod(r.sock, 0o777)
+    ping = subprocess.Popen([HOSTILE, a.sock, "remote-ping", b.sock, "6"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        p = run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", HOSTILE, a.sock,
+                 "abandon-sends", b.sock, "24", str(256 << 20)], timeout=120)
+        assert p.returncode == 0 and "sent=24" in p.stdout, p.stdout + p.stderr
+    finally:
+        result = ping_result(ping)
+    assert_served(result, stall_ms=150)
+
+
+@as_root
 def test_a_tenant_that_exits_mid_stream_cuts_no_one_off(linked_routers):
     """A tenant whose WRITEs to another host are in flight when it exits: its regions there were
     closed at once, its WRITEs still on the way failed the fabric's key check, and libfabric's tcp

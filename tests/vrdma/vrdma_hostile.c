@@ -57,6 +57,10 @@
  *                                          (another host's), each keeping DEPTH WRITEs of BYTES
  *                                          (or fetch-adds) in flight for SECONDS: "pairs=P" once
  *                                          made, then "ops=N"
+ *   vrdma_hostile SOCKET abandon-sends SOCKET_B PAIRS BYTES  PAIRS QPs here, each connected to
+ *                                          one at SOCKET_B's router with a receive of BYTES posted
+ *                                          there; on each in turn a SEND of BYTES, and its QP
+ *                                          destroyed 30 ms later: "pairs=P" once made, "sent=P"
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -848,13 +852,15 @@ static int wide(struct vrdma_context* ctx, int pairs, size_t bytes, double secon
   return 0;
 }
 
-/* A QP here connected to one at `b` (another host's router): 0, or -1 with vrdma_last_error(). */
+/* A QP here connected to one at `b` (another host's router), that one in *qb_out when asked for:
+ * 0, or -1 with vrdma_last_error(). */
 static int remote_pair(struct vrdma_pd* pa, struct vrdma_cq* ca, struct vrdma_pd* pb, struct vrdma_cq* cb,
-                       uint32_t depth, struct vrdma_qp** qa) {
+                       uint32_t depth, struct vrdma_qp** qa, struct vrdma_qp** qb_out) {
   struct vrdma_qp_init_attr at = {ca, ca, depth, 4, 0, 0, 0, NULL}, bt = {cb, cb, 4, 4, 0, 0, 0, NULL};
   struct vrdma_qp* qb = NULL;
   while (!(*qa = vrdma_create_qp(pa, &at)) && errno == EAGAIN) usleep(2000); /* the router's pace */
   while (*qa && !(qb = vrdma_create_qp(pb, &bt)) && errno == EAGAIN) usleep(2000);
+  if (qb_out) *qb_out = qb;
   return qb ? connect_both(qb, *qa) : -1;
 }
 
@@ -887,7 +893,7 @@ static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, s
   struct vrdma_qp** qa = calloc((size_t)pairs, sizeof *qa);
   if (!dst || !qa) return die("setup");
   for (int i = 0; i < pairs; ++i)
-    if (remote_pair(pa, ca, pb, cb, (uint32_t)depth, &qa[i])) return die("pair");
+    if (remote_pair(pa, ca, pb, cb, (uint32_t)depth, &qa[i], NULL)) return die("pair");
   printf("pairs=%d\n", pairs);
 #define POST(i) (fadd ? post_fadd(qa[i], src, dst, (uint64_t)(i)) : post_write(qa[i], src, dst, (uint32_t)bytes, (uint64_t)(i)))
   for (int i = 0; i < pairs; ++i)
@@ -908,6 +914,43 @@ static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, s
 #undef POST
 }
 
+/* Large SENDs across hosts whose QPs go right after posting: the target's router pulls such a
+ * payload from here, and a destroyed QP gave its tenant's link share back while the pulls went on,
+ * so the next SEND started at once beside them. */
+static int abandon_sends(struct vrdma_context* a, const char* sock_b, int pairs, size_t bytes) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, 4 * pairs + 16) : NULL, *cb = ca ? vrdma_create_cq(b, 4 * pairs + 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, bytes, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, bytes, rw) : NULL;
+  struct vrdma_qp **qa = calloc((size_t)pairs, sizeof *qa), *qb = NULL;
+  if (!dst || !qa) return die("setup");
+  for (int i = 0; i < pairs; ++i) {
+    struct vrdma_sge sge = {(uint64_t)(uintptr_t)dst->addr, (uint32_t)bytes, dst->lkey};
+    struct vrdma_recv_wr rw_ = {0}, *bad = NULL;
+    rw_.wr_id = (uint64_t)i;
+    rw_.sg_list = &sge;
+    rw_.num_sge = 1;
+    if (remote_pair(pa, ca, pb, cb, 4, &qa[i], &qb) || vrdma_post_recv(qb, &rw_, &bad)) return die("pair");
+  }
+  printf("pairs=%d\n", pairs);
+  for (int i = 0; i < pairs; ++i) {
+    struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, (uint32_t)bytes, src->lkey};
+    struct vrdma_send_wr wr = {0}, *bad = NULL;
+    wr.wr_id = (uint64_t)i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = VRDMA_WR_SEND;
+    wr.send_flags = VRDMA_SEND_SIGNALED;
+    if (vrdma_post_send(qa[i], &wr, &bad)) return die("send");
+    usleep(30000);
+    if (vrdma_destroy_qp(qa[i])) return die("destroy_qp");
+  }
+  printf("sent=%d\n", pairs);
+  return 0;
+}
+
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
   struct vrdma_context* b = vrdma_open(sock_b);
@@ -916,7 +959,7 @@ static int remote_ping(struct vrdma_context* a, const char* sock_b, double secon
   struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, 4096, rw) : NULL;
   struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, 4096, rw) : NULL;
   struct vrdma_qp* qa = NULL;
-  if (!dst || remote_pair(pa, ca, pb, cb, 16, &qa)) return die("setup");
+  if (!dst || remote_pair(pa, ca, pb, cb, 16, &qa, NULL)) return die("setup");
   long rounds = 0, failed = 0;
   double worst = 0, until = now_ms() + seconds * 1000;
   while (now_ms() < until) {
@@ -997,6 +1040,8 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "wide-remote") == 0 && argc > 7)
     rc = wide_remote(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10), atoi(argv[6]), atof(argv[7]),
                      argc > 8 && strcmp(argv[8], "fadd") == 0);
+  else if (strcmp(mode, "abandon-sends") == 0 && argc > 5)
+    rc = abandon_sends(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10));
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

@@ -257,12 +257,19 @@ bool Router::register_pulls(std::span<const LocalPiece> local, RemoteOut& o, pro
 // The pieces of an op given up before its answer (its QP gone, or no answer in the bound) stay
 // readable a while: the peer's router may still be pulling them, and a READ of a registration
 // that has closed makes the fabric drop the whole link (see blank_for_peers).
+// What may still be pulled stays on the tenant's link share meanwhile: a destroyed QP gave the
+// whole share back while the pulls went on, and the tenant's next SEND started beside them. The
+// peer's router stops pulling once it learns the QP has gone (pull_more), so what remains is at
+// most the pulls it has in flight.
 void Router::keep_pulls_a_while(RemoteOut& o) {
   if (o.pulls.empty()) return;
   Released keep;
   keep.until_ns = now_ns() + kReleaseGraceNs;
   keep.pulls = std::move(o.pulls);
   keep.pins = std::move(o.pins);
+  keep.on_link = std::move(o.on_link);
+  constexpr uint64_t kMayStillPull = uint64_t(kPullsInFlight) * kRmaPiece;
+  if (keep.on_link.bytes() > kMayStillPull) keep.on_link.shrink(keep.on_link.bytes() - kMayStillPull);
   released_.push_back(std::move(keep));
 }
 

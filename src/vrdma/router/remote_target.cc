@@ -169,6 +169,12 @@ bool Router::start_inbound(QpEntry& q, RemoteIn& in) {
 // overlap of a source piece and a destination (a piece at most), while fewer than
 // kPullsInFlight are. read_failed is set when a READ could not be posted or the pieces fall short.
 void Router::pull_more(QpEntry& q, RemoteIn& in) {
+  if (q.peer_lost_ns && in.pulling()) {
+    // The sender's QP is gone: what it sent can never complete, and its router holds the pieces
+    // only a while. The pulls in flight finish; no more go (the op fails, nothing is announced).
+    in.read_failed = true;
+    return;
+  }
   uint32_t npieces = std::min<uint32_t>(in.op.npieces, proto::kMaxSge);
   while (in.pulling() && in.reads_left < kPullsInFlight) {
     if (in.pull_src >= npieces || in.pull_dst >= in.into.size()) {

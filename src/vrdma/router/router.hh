@@ -138,6 +138,7 @@ class LinkCharge {
     of_->bytes -= n;
   }
   uint64_t tenant_bytes() const { return of_ ? of_->bytes : 0; }
+  uint64_t bytes() const { return bytes_; }
 
  private:
   std::shared_ptr<LinkUse> of_;
@@ -540,6 +541,7 @@ class Router final : private LinkSink {
     std::shared_ptr<RegionBacking> backing;  // a region; or (none) an op's pulled pieces:
     std::vector<std::shared_ptr<FabricMr>> pulls;
     std::vector<std::shared_ptr<const void>> pins;
+    LinkCharge on_link;  // what the peer's router may still pull of them, on its tenant's share
   };
   std::deque<Released> released_;
   std::map<uint32_t, Session> sessions_;
