@@ -264,12 +264,9 @@ const Qp::RegionCheck* Qp::region_lookup(uint32_t lkey, uint64_t epoch) {
 
 bool Qp::local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total) {
   total = 0;
-  for (int i = 0; i < n; ++i) {
-    const RegionCheck* r = region_check(sg[i].lkey);
-    if (!r || r->pd != attr_.pd || (access && !(r->access & access))) return false;
-    if (sg[i].addr < r->va || sg[i].length > r->len || sg[i].addr - r->va > r->len - sg[i].length) return false;
-    total += sg[i].length;
-  }
+  for (int i = 0; i < n; ++i)
+    if (!local_sge_ok(sg[i], access)) return false;
+    else total += sg[i].length;
   return true;
 }
 
@@ -361,8 +358,11 @@ Qp::Outcome Qp::rdma(const vrdma_send_wr& wr, uint32_t need, bool write) {
   if (inline_data) {
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if (total > attr_.max_inline) return {VRDMA_WC_LOC_LEN_ERR, 0};
-  } else if (!local_ok(wr.sg_list, wr.num_sge, write ? 0u : uint32_t(proto::local_write), total)) {
+  } else if (uint32_t access = write ? 0u : uint32_t(proto::local_write);
+             wr.num_sge == 1 ? !local_sge_ok(wr.sg_list[0], access) : !local_ok(wr.sg_list, wr.num_sge, access, total)) {
     return {VRDMA_WC_LOC_PROT_ERR, 0};
+  } else if (wr.num_sge == 1) {
+    total = wr.sg_list[0].length;
   }
   // A zero-length RDMA op moves nothing, so, as on InfiniBand, its rkey and address are not
   // checked (UCX flushes a QP with a zero-length WRITE under rkey 0).

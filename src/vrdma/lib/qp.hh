@@ -85,6 +85,12 @@ class Qp {
   // The bytes the request's SGEs (or inline data) name, gathered; nullopt when an SGE is not
   // inside a region of this PD with `access`.
   bool local_ok(const vrdma_sge* sg, int n, uint32_t access, uint64_t& total);
+  // One SGE of local_ok's: inline, since nearly every request has one.
+  bool local_sge_ok(const vrdma_sge& sg, uint32_t access) {
+    const RegionCheck* r = region_check(sg.lkey);
+    if (!r || r->pd != attr_.pd || (access && !(r->access & access))) return false;
+    return sg.addr >= r->va && sg.length <= r->len && sg.addr - r->va <= r->len - sg.length;
+  }
   // What a local SGE is checked against: a copy of the region of the last lkey looked up, good
   // until the next deregistration (the lookup takes the context's lock: a third of a 64 B
   // WRITE's cost on the direct path).
