@@ -43,6 +43,15 @@ def start_ping(sock, seconds):
                             text=True)
 
 
+def start_remote_ping(a, b, seconds):
+    """The well-behaved tenant (root) across two linked routers, whose sockets are opened to every
+    uid first (the attacker's too): a 64 B WRITE from a's host to b's every millisecond."""
+    for r in (a, b):
+        os.chmod(r.sock, 0o777)
+    return subprocess.Popen([HOSTILE, a.sock, "remote-ping", b.sock, str(seconds)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 def ping_result(p):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, out + err
@@ -1368,10 +1377,7 @@ def test_sends_abandoned_by_their_qps_leave_room_for_another(linked_routers):
     WRITE waited 0.4-1.3 s (probe 15). The target now stops pulling for a QP whose peer has gone,
     and what may still be pulled stays on the tenant's share while its registration is kept."""
     a, b = linked_routers
-    for r in (a, b):
-        os.chmod(r.sock, 0o777)
-    ping = subprocess.Popen([HOSTILE, a.sock, "remote-ping", b.sock, "6"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    ping = start_remote_ping(a, b, 6)
     try:
         time.sleep(0.5)
         p = run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", HOSTILE, a.sock,
@@ -1390,10 +1396,7 @@ def test_a_tenant_that_exits_mid_stream_cuts_no_one_off(linked_routers):
     on it (REM_ACCESS_ERR, "Operation canceled"). A released region's registration now stays a
     while over zero pages, and its router fails the ops that reach it after the revocation."""
     a, b = linked_routers
-    for r in (a, b):
-        os.chmod(r.sock, 0o777)
-    ping = subprocess.Popen([HOSTILE, a.sock, "remote-ping", b.sock, "5"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    ping = start_remote_ping(a, b, 5)
     try:
         until = time.monotonic() + 4.5
         runs = 0
