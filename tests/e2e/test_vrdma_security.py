@@ -1388,6 +1388,20 @@ def test_sends_abandoned_by_their_qps_leave_room_for_another(linked_routers):
     assert_served(result, stall_ms=150)
 
 
+def test_sends_past_a_receive_not_posted_fail_with_it_not_one_rnr_wait_after_another(linked_routers):
+    """8 QPs to another host, one receive posted at each peer, 8 pulled 1 MiB SENDs posted on each:
+    the target's router served each QP's SENDs one RNR wait (1 s) after another, delivering none
+    but answering each RNR, and with 16 QPs the later ones waited past the initiator's 3 s bound,
+    so live QPs were reported "peer gone" (REM_OP_ERR) and their messages lost (probe 16). As on
+    RC, the first SEND past the receives fails with RNR, and those its sender sent behind it are
+    flushed at the target, never delivered: each QP costs its tenant's link share one RNR wait.
+    Recovered, a QP is served again."""
+    a, b = linked_routers
+    r = hostile(a.sock, "rnr-sends", b.sock, 8, 8, 1 << 20, timeout=60)
+    assert (r["success"], r["rnr"], r["flushed"], r["other"], r["received"]) == ("8", "8", "48", "0", "8"), str(r)
+    assert float(r["ms"]) < 8 * 1000 + 2000 and r["recovered"] == "0", r
+
+
 @as_root
 def test_a_tenant_that_exits_mid_stream_cuts_no_one_off(linked_routers):
     """A tenant whose WRITEs to another host are in flight when it exits: its regions there were

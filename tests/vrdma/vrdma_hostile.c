@@ -61,6 +61,14 @@
  *                                          one at SOCKET_B's router with a receive of BYTES posted
  *                                          there; on each in turn a SEND of BYTES, and its QP
  *                                          destroyed 30 ms later: "pairs=P" once made, "sent=P"
+ *   vrdma_hostile SOCKET rnr-sends SOCKET_B PAIRS SENDS BYTES  PAIRS QPs here, each connected to
+ *                                          one at SOCKET_B's router with ONE receive of BYTES posted
+ *                                          there; SENDS SENDs of BYTES posted on each at once, all
+ *                                          answered within 30 s: "success=S rnr=R flushed=F other=O
+ *                                          received=V ms=T" (O: any other status; V: the receives
+ *                                          that completed; T: until the last answer), then the first
+ *                                          QP recovered and one more receive and SEND on it:
+ *                                          "recovered=S" (its status, -1: none in 5 s)
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -951,6 +959,79 @@ static int abandon_sends(struct vrdma_context* a, const char* sock_b, int pairs,
   return 0;
 }
 
+/* SENDs across hosts to QPs with one receive each: after the first, each QP's next SEND waits for
+ * a receive (RNR) at the target's router, and the rest must fail with it as on RC, not wait their
+ * turn there one RNR bound after another while their tenant's link share stays taken. */
+static int rnr_sends(struct vrdma_context* a, const char* sock_b, int pairs, int sends, size_t bytes) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  int total = pairs * sends;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, total + 16) : NULL, *cb = ca ? vrdma_create_cq(b, pairs + 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, bytes, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, bytes * (size_t)pairs, rw) : NULL;
+  struct vrdma_qp **qa = calloc((size_t)pairs, sizeof *qa), *qb0 = NULL, *qb = NULL;
+  if (!dst || !qa) return die("setup");
+#define RECV(q, i)                                                                                     \
+  do {                                                                                                 \
+    struct vrdma_sge sge = {(uint64_t)(uintptr_t)dst->addr + bytes * (size_t)(i), (uint32_t)bytes, dst->lkey}; \
+    struct vrdma_recv_wr r = {0}, *bad = NULL;                                                         \
+    r.wr_id = (uint64_t)(i);                                                                           \
+    r.sg_list = &sge;                                                                                  \
+    r.num_sge = 1;                                                                                     \
+    if (vrdma_post_recv(q, &r, &bad)) return die("recv");                                              \
+  } while (0)
+#define SEND(i)                                                                              \
+  do {                                                                                       \
+    struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, (uint32_t)bytes, src->lkey};     \
+    struct vrdma_send_wr wr = {0}, *bad = NULL;                                              \
+    wr.wr_id = (uint64_t)(i);                                                                \
+    wr.sg_list = &sge;                                                                       \
+    wr.num_sge = 1;                                                                          \
+    wr.opcode = VRDMA_WR_SEND;                                                               \
+    wr.send_flags = VRDMA_SEND_SIGNALED;                                                     \
+    if (vrdma_post_send(qa[i], &wr, &bad)) return die("send");                               \
+  } while (0)
+  for (int i = 0; i < pairs; ++i) {
+    if (remote_pair(pa, ca, pb, cb, (uint32_t)sends, &qa[i], &qb)) return die("pair");
+    if (!i) qb0 = qb;
+    RECV(qb, i);
+  }
+  double t0 = now_ms();
+  for (int i = 0; i < pairs; ++i)
+    for (int k = 0; k < sends; ++k) SEND(i);
+  int answered = 0, received = 0, count[256] = {0};
+  double last = t0;
+  while ((answered < total || received < pairs) && now_ms() - t0 < 30000) {
+    struct vrdma_wc w[64], v[64];
+    int n = vrdma_poll_cq(ca, 64, w), m = vrdma_poll_cq(cb, 64, v);
+    if (n < 0 || m < 0) return die("poll");
+    for (int k = 0; k < n; ++k) ++count[w[k].status & 255];
+    for (int k = 0; k < m; ++k) received += v[k].status == VRDMA_WC_SUCCESS;
+    answered += n;
+    if (n) last = now_ms();
+    if (!n && !m) usleep(200);
+  }
+  int other = answered - count[VRDMA_WC_SUCCESS] - count[VRDMA_WC_RNR_RETRY_EXC_ERR] - count[VRDMA_WC_WR_FLUSH_ERR];
+  printf("success=%d rnr=%d flushed=%d other=%d received=%d ms=%.0f\n", count[VRDMA_WC_SUCCESS],
+         count[VRDMA_WC_RNR_RETRY_EXC_ERR], count[VRDMA_WC_WR_FLUSH_ERR], other + (total - answered), received, last - t0);
+  if (vrdma_recover_qp(qa[0])) return die("recover");
+  RECV(qb0, 0);
+  SEND(0);
+  int recovered = -1;
+  for (double until = now_ms() + 5000; recovered < 0 && now_ms() < until;) {
+    struct vrdma_wc w;
+    int n = vrdma_poll_cq(ca, 1, &w);
+    if (n < 0) return die("poll");
+    if (n) recovered = w.status;
+    else usleep(200);
+  }
+  printf("recovered=%d\n", recovered);
+  return 0;
+#undef RECV
+#undef SEND
+}
+
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
   struct vrdma_context* b = vrdma_open(sock_b);
@@ -1042,6 +1123,8 @@ int main(int argc, char** argv) {
                      argc > 8 && strcmp(argv[8], "fadd") == 0);
   else if (strcmp(mode, "abandon-sends") == 0 && argc > 5)
     rc = abandon_sends(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10));
+  else if (strcmp(mode, "rnr-sends") == 0 && argc > 6)
+    rc = rnr_sends(ctx, a1, atoi(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10));
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

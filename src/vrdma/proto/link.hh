@@ -93,7 +93,10 @@ struct LinkOp {
   uint32_t from_qp = 0, to_qp = 0;
   uint8_t opcode = 0;  // vrdma_wr_opcode
   uint8_t npieces = 0; // 0: the payload follows inline (len bytes)
-  uint16_t pad = 0;
+  // The sender QP's error epoch (RemoteQp::epoch), never 0 for a QP that enters the error state
+  // on a failure. The target fails at once, undelivered, the ops behind a failed one of the same
+  // epoch: they were sent before the sender knew of the failure, and verbs flushes them.
+  uint16_t epoch = 0;
   uint32_t imm = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0, len = 0;

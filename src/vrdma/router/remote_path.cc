@@ -216,6 +216,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   proto::LinkOp op;
   op.from_qp = q.num;
   op.to_qp = q.peer;
+  op.epoch = q.flags & proto::no_error_state ? 0 : r.epoch;
   op.opcode = e.opcode;
   op.imm = e.imm;
   op.remote_addr = e.remote_addr;
@@ -295,6 +296,7 @@ bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
       break;
     }
     complete(q, u, o.wr_id, o.opcode, o.status, o.byte_len, o.signaled);
+    if (o.status != VRDMA_WC_SUCCESS && !++r.epoch) r.epoch = 1;  // what goes after the owner recovers
     r.out.pop_front();
     any = true;
   }

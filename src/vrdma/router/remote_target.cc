@@ -83,6 +83,12 @@ bool Router::serve_inbound(QpEntry& q) {
   bool any = false;
   while (!r.in.empty()) {
     RemoteIn& in = r.in.front();
+    if (in.reads_left < 0 && in.op.epoch && in.op.epoch == r.failed_epoch) {
+      in.status = VRDMA_WC_WR_FLUSH_ERR;  // behind a failure its sender had not seen when it sent
+      in.reads_left = 0;
+    } else if (in.reads_left < 0) {
+      r.failed_epoch = 0;  // the sender has moved on (recovered): the epoch may come round again
+    }
     if (in.reads_left < 0 && !start_inbound(q, in)) break;  // waits for a receive or for room
     if (in.pulling()) pull_more(q, in);
     if (in.reads_left > 0 || in.pulling()) break;  // its payload is on its way
@@ -214,6 +220,7 @@ void Router::finish_inbound(QpEntry& q, RemoteIn& in) {
     q.view->arrivals.push(in.arrival);
     wake_recv(q);
   }
+  if (in.status != VRDMA_WC_SUCCESS) q.remote->failed_epoch = in.op.epoch;
   proto::LinkOpReply rep{in.status, in.status == VRDMA_WC_SUCCESS ? in.byte_len : 0, in.old};
   link_send(in.from, LinkType::op_reply, in.req, rep);
 }

@@ -212,7 +212,11 @@ struct RemoteQp {
   std::map<uint32_t, proto::LinkKey> keys;  // the peer's rkeys we asked about, at most kKeysCached
   uint32_t key_asked = 0;                   // an rkey whose answer we wait for
   int64_t key_asked_ns = 0;
+  // Initiator: stamped on each op (proto::LinkOp::epoch), the next one each time a request fails,
+  // 0 skipped; 0 always for a QP that stays ready after a failure.
+  uint16_t epoch = 1;
   std::deque<RemoteIn> in;
+  uint16_t failed_epoch = 0;  // target: an op of this epoch failed, so the later ones of it flush
 };
 
 // A shared receive queue: its ring is mapped here, and the control thread is its one consumer
