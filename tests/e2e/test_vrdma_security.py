@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cluster_config, run, wait_for_text
-from test_vrdma_router import (BUILD, CTL, NOBODY, VRDMAD, as_root, cpu_seconds, linked_routers,  # noqa: F401
-                               router, world)
+from test_vrdma_router import (BUILD, CTL, NOBODY, VRDMAD, Router, as_root, cpu_seconds,  # noqa: F401
+                               linked_routers, router, world)
 
 HOSTILE = str(BUILD / "vrdma_hostile")
 DATAGRAM = str(BUILD / "vrdma_datagram")
@@ -1400,6 +1400,42 @@ def test_sends_past_a_receive_not_posted_fail_with_it_not_one_rnr_wait_after_ano
     r = hostile(a.sock, "rnr-sends", b.sock, 8, 8, 1 << 20, timeout=60)
     assert (r["success"], r["rnr"], r["flushed"], r["other"], r["received"]) == ("8", "8", "48", "0", "8"), str(r)
     assert float(r["ms"]) < 8 * 1000 + 2000 and r["recovered"] == "0", r
+
+
+def test_a_region_pinned_for_a_peers_pulls_counts_against_its_tenant_until_let_go(world):
+    """A 32 MiB region deregistered while a SEND from it is in flight to a router that never
+    answers (stopped): the SEND fails at the 3 s op bound, and its pieces stay pinned 5 s more for
+    that router's pulls. The region was counted against its tenant for its 5 s grace only, so a
+    new 32 MiB region fitted under max_reg_bytes 5 s after the deregistration while the old pages
+    were still held (probe 15). It now counts until nothing pins it: about 8 s."""
+    config = cluster_config(world, '[[tenant]]\nname = "t"\nuids = [0]\nmax_reg_bytes = "48M"\n')
+    routers = []
+    try:
+        for name in ("a", "b"):
+            d = world / name
+            d.mkdir()
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            routers.append(Router(d, config, ["--listen", f"127.0.0.1:{port}"]))
+        a, b = routers
+        p = subprocess.Popen([HOSTILE, a.sock, "pinned-dereg", b.sock, str(32 << 20)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stdout.readline().startswith("ready"), p.stderr.read()
+        b.proc.send_signal(signal.SIGSTOP)
+        try:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+        finally:
+            b.proc.send_signal(signal.SIGCONT)
+        out, err = p.communicate("done\n", timeout=30)
+        assert p.returncode == 0, line + out + err
+        r = dict(kv.split("=", 1) for kv in line.split())
+        assert r["errno"] == "12" and 7500 < float(r["again_ms"]) < 11000, line
+    finally:
+        for r in routers:
+            r.stop()
 
 
 @as_root

@@ -69,6 +69,13 @@
  *                                          that completed; T: until the last answer), then the first
  *                                          QP recovered and one more receive and SEND on it:
  *                                          "recovered=S" (its status, -1: none in 5 s)
+ *   vrdma_hostile SOCKET pinned-dereg SOCKET_B BYTES  a QP here connected to one at SOCKET_B's
+ *                                          router; "ready", then after a line on stdin (SOCKET_B's
+ *                                          router stopped meanwhile) a SEND of BYTES from a region
+ *                                          of BYTES, deregistered at once, and a new region of BYTES
+ *                                          tried every 100 ms: "again_ms=T errno=E" (T: when one
+ *                                          was had, -1: not in 15 s; E: why the first try failed);
+ *                                          exits after another line
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -1032,6 +1039,43 @@ static int rnr_sends(struct vrdma_context* a, const char* sock_b, int pairs, int
 #undef SEND
 }
 
+/* A region deregistered while a pulled SEND from it is in flight to a router that never answers:
+ * the SEND fails at the op bound, and its pieces stay pinned a while for that router's pulls.
+ * The region counts against its tenant as long as it is pinned, not only for its grace. */
+static int pinned_dereg(struct vrdma_context* a, const char* sock_b, size_t bytes) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, 16) : NULL, *cb = ca ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, bytes, rw) : NULL;
+  struct vrdma_qp* qa = NULL;
+  if (!src || remote_pair(pa, ca, pb, cb, 4, &qa, NULL)) return die("setup");
+  char line[16];
+  printf("ready\n");
+  if (!fgets(line, sizeof line, stdin)) return die("stdin");
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, (uint32_t)bytes, src->lkey};
+  struct vrdma_send_wr wr = {0}, *bad = NULL;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_SEND;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  if (vrdma_post_send(qa, &wr, &bad)) return die("send");
+  double t0 = now_ms();
+  usleep(100000); /* the router has taken it */
+  if (vrdma_dereg_mr(src)) return die("dereg");
+  int first_errno = 0;
+  double again = -1;
+  while (again < 0 && now_ms() - t0 < 15000) {
+    struct vrdma_mr* mr = vrdma_alloc_mr(pa, bytes, rw);
+    if (mr) again = now_ms() - t0;
+    else if (!first_errno) first_errno = errno;
+    if (!mr) usleep(100000);
+  }
+  printf("again_ms=%.0f errno=%d\n", again, first_errno);
+  if (!fgets(line, sizeof line, stdin)) return die("stdin");
+  return 0;
+}
+
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
   struct vrdma_context* b = vrdma_open(sock_b);
@@ -1125,6 +1169,8 @@ int main(int argc, char** argv) {
     rc = abandon_sends(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10));
   else if (strcmp(mode, "rnr-sends") == 0 && argc > 6)
     rc = rnr_sends(ctx, a1, atoi(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10));
+  else if (strcmp(mode, "pinned-dereg") == 0 && argc > 4)
+    rc = pinned_dereg(ctx, a1, strtoull(argv[4], NULL, 10));
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

@@ -1,5 +1,6 @@
 // The router's answers to each control request. Every check comes before any change, so a
 // refused request leaves nothing behind.
+#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -196,17 +197,25 @@ void Router::release_region(const std::string& tenant, MemoryRegionEntry& mr) {
   released_.push_back({now_ns() + kReleaseGraceNs, tenant, mr.len, std::move(mr.backing)});
 }
 
+// A region still pinned when its grace ends (a request in flight, or a pull kept for a peer
+// router, holds its pages) stays counted against its tenant, looked at again a second later:
+// dropped from the count at its grace, such pages outlived it by up to 5 s (probe 15).
 void Router::sweep_released() {
+  constexpr int64_t kPinnedAgainNs = 1'000'000'000;
   int64_t now = now_ns();
   while (!released_.empty() && released_.front().until_ns <= now) {
-    Released& r = released_.front();
-    if (r.backing) {
+    Released r = std::move(released_.front());
+    released_.pop_front();
+    if (r.backing && r.backing.use_count() > 1) {
+      int64_t last = released_.empty() ? 0 : released_.back().until_ns;
+      r.until_ns = std::max(now + kPinnedAgainNs, last);  // the queue stays in order
+      released_.push_back(std::move(r));
+    } else if (r.backing) {
       TenantUsage& u = usage_[r.tenant];
       --u.held_mrs;
       u.held_bytes -= r.bytes;
       closer_->drop_later(std::move(r.backing));
     }
-    released_.pop_front();
   }
 }
 
