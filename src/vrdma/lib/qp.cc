@@ -369,16 +369,19 @@ Qp::Outcome Qp::rdma(const vrdma_send_wr& wr, uint32_t need, bool write) {
   if (total == 0) return {VRDMA_WC_SUCCESS, 0};
   const Grant* g = grant(wr.rkey);
   if (!g || !(g->access & need) || !g->covers(wr.remote_addr, total)) return {VRDMA_WC_REM_ACCESS_ERR, 0};
-  if (wr.num_sge == 1) {  // most requests: one buffer
-    auto* near = reinterpret_cast<uint8_t*>(wr.sg_list[0].addr);
-    if (write) copy_one(g->at(wr.remote_addr), near, total);
-    else copy_one(near, g->at(wr.remote_addr), total);
-    return {VRDMA_WC_SUCCESS, uint32_t(total)};
-  }
+  if (wr.num_sge != 1) return rdma_pieces(wr, g->at(wr.remote_addr), total, write);
+  auto* near = reinterpret_cast<uint8_t*>(wr.sg_list[0].addr);  // most requests: one buffer
+  if (write) copy_one(g->at(wr.remote_addr), near, total);
+  else copy_one(near, g->at(wr.remote_addr), total);
+  return {VRDMA_WC_SUCCESS, uint32_t(total)};
+}
+
+// Out of line: its array of pieces made every request's frame (one buffer or not) dearer.
+Qp::Outcome Qp::rdma_pieces(const vrdma_send_wr& wr, uint8_t* far, uint64_t total, bool write) {
   Piece local[proto::kMaxSge];
   for (int i = 0; i < wr.num_sge; ++i)
     local[i] = {reinterpret_cast<uint8_t*>(wr.sg_list[i].addr), wr.sg_list[i].length};
-  Piece remote{g->at(wr.remote_addr), total};
+  Piece remote{far, total};
   if (write) copy_pieces(local, wr.num_sge, &remote, 1);
   else copy_pieces(&remote, 1, local, wr.num_sge);
   return {VRDMA_WC_SUCCESS, uint32_t(total)};

@@ -79,6 +79,7 @@ class Qp {
   Call<bool> connect_to(uint32_t peer, uint64_t router, const proto::RouterAddress& peer_at);
   Outcome execute(const vrdma_send_wr& wr);
   Outcome rdma(const vrdma_send_wr& wr, uint32_t need, bool write);
+  [[gnu::noinline]] Outcome rdma_pieces(const vrdma_send_wr& wr, uint8_t* far, uint64_t total, bool write);
   Outcome atomic(const vrdma_send_wr& wr);
   Outcome deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32_t len);
   Outcome announce(const vrdma_send_wr& wr, uint32_t write_len);
