@@ -232,13 +232,11 @@ class ClientLoop {
           // it, so a batch straddling it could leave the window full of ops nothing will complete.
           if (signal > 1) n = std::min<uint64_t>(n, signal - l.posted % signal);
           if (l.posted - l.completed + n > depth) n = 0;
-          // So at most the batch's last op closes a signal group.
-          bool closes = signal == 1 || (l.posted + n) % signal == 0;
-          for (uint64_t k = 0; k < n; ++k) {
-            uint64_t seq = l.posted + k;
-            bool sig = (closes && k + 1 == n) || signal == 1 || (b.count && seq + 1 == l.share);
-            fill(l.pend[k], l, i, seq, uint8_t((sig ? wr_flag::signal : 0) | (k + 1 < n ? wr_flag::more : 0)));
-          }
+          // So at most the batch's last op closes a signal group, or ends the lane's share.
+          bool last_signals = (l.posted + n) % signal == 0 || (b.count && l.posted + n == l.share);
+          uint8_t before_last = signal == 1 ? wr_flag::signal | wr_flag::more : wr_flag::more;
+          uint8_t last = last_signals ? wr_flag::signal : 0;
+          for (uint64_t k = 0; k < n; ++k) fill(l.pend[k], l, i, l.posted + k, k + 1 < n ? before_last : last);
           l.head = 0;
           l.n = n;
         }

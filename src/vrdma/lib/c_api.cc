@@ -196,6 +196,11 @@ int refuse_in_fork_child(Wr* wr, Wr** bad) {
   if (bad) *bad = wr;
   return -set_error(ECONNRESET, kForkedAway);
 }
+
+// A post the QP refused, out of the posting path (its message is a string to build).
+[[gnu::cold, gnu::noinline]] int refused_post(int err, const char* what) {
+  return -set_error(err, std::string(what) + ": a work request was refused (bad_wr names it)");
+}
 }  // namespace
 
 int vrdma_poll_cq(vrdma_cq* cq, int n, vrdma_wc* wc) {
@@ -273,7 +278,7 @@ int vrdma_destroy_qp(vrdma_qp* qp) {
 int vrdma_post_send(vrdma_qp* qp, vrdma_send_wr* wr, vrdma_send_wr** bad) {
   if (qp->pd->ctx->impl->forked_away()) return refuse_in_fork_child(wr, bad);
   int r = qp->impl->post_send(wr, bad);
-  return r ? set_error(r, "post_send: a work request was refused (bad_wr names it)") * -1 : 0;
+  return r ? refused_post(r, "post_send") : 0;
 }
 
 int vrdma_recover_qp(vrdma_qp* qp) {
@@ -297,7 +302,7 @@ int vrdma_withdraw_recvs(vrdma_qp* qp) {
 int vrdma_post_recv(vrdma_qp* qp, vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
   if (qp->pd->ctx->impl->forked_away()) return refuse_in_fork_child(wr, bad);
   int r = qp->impl->post_recv(wr, bad);
-  return r ? set_error(r, "post_recv: a work request was refused (bad_wr names it)") * -1 : 0;
+  return r ? refused_post(r, "post_recv") : 0;
 }
 
 vrdma_srq* vrdma_create_srq(vrdma_pd* pd, uint32_t max_wr) {

@@ -291,12 +291,6 @@ int Qp::post_recv(vrdma_recv_wr* wr, vrdma_recv_wr** bad) {
   return 0;
 }
 
-bool Qp::carries(const vrdma_send_wr& wr) const {
-  bool known = wr.opcode >= VRDMA_WR_RDMA_WRITE && wr.opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
-  if (datagram()) known = wr.opcode == VRDMA_WR_SEND || wr.opcode == VRDMA_WR_SEND_WITH_IMM;
-  return known && wr.num_sge >= 0 && wr.num_sge <= int(proto::kMaxSge);
-}
-
 int Qp::post_send(vrdma_send_wr* wr, vrdma_send_wr** bad) {
   for (; wr; wr = wr->next) {
     if (!connected_ || !carries(*wr)) {
@@ -307,6 +301,7 @@ int Qp::post_send(vrdma_send_wr* wr, vrdma_send_wr** bad) {
     Outcome o;
     if (error_) o.status = VRDMA_WC_WR_FLUSH_ERR;
     else if (peer_broken()) o.status = VRDMA_WC_REM_OP_ERR;
+    else if (wr->opcode == VRDMA_WR_RDMA_WRITE) o = rdma(*wr, proto::remote_write, true);  // most requests
     else o = execute(*wr);
     complete(*wr, o);
   }
@@ -330,11 +325,9 @@ vrdma_wc initiator_wc(uint64_t wr_id, int status, uint8_t opcode, uint32_t byte_
 
 }  // namespace
 
-void Qp::complete(const vrdma_send_wr& wr, const Outcome& o) {
+void Qp::report(const vrdma_send_wr& wr, const Outcome& o) {
   if (o.status != VRDMA_WC_SUCCESS) fail_qp();
-  bool report = o.status != VRDMA_WC_SUCCESS || attr_.sig_all || (wr.send_flags & VRDMA_SEND_SIGNALED);
-  if (!report || !attr_.send_cq) return;
-  attr_.send_cq->push(initiator_wc(wr.wr_id, o.status, wr.opcode, o.byte_len, num_));
+  if (attr_.send_cq) attr_.send_cq->push(initiator_wc(wr.wr_id, o.status, wr.opcode, o.byte_len, num_));
 }
 
 Qp::Outcome Qp::execute(const vrdma_send_wr& wr) {

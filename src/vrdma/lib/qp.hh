@@ -117,7 +117,11 @@ class Qp {
   const Grant* grant_lookup(uint32_t key, uint64_t epoch);
   bool peer_broken() const { return hdr_->state.load(std::memory_order_relaxed) != 0 || ctx_.router_gone(); }
   bool recvs_orphaned() const;  // the peer is gone and this QP flushes its receives for it
-  void complete(const vrdma_send_wr& wr, const Outcome& o);
+  // A request's end: a completion when it failed or asked for one (most succeed unasked: inline).
+  void complete(const vrdma_send_wr& wr, const Outcome& o) {
+    if (o.status != VRDMA_WC_SUCCESS || attr_.sig_all || (wr.send_flags & VRDMA_SEND_SIGNALED)) report(wr, o);
+  }
+  void report(const vrdma_send_wr& wr, const Outcome& o);
   void fail_qp() {
     if (!(attr_.flags & proto::no_error_state)) error_ = true;
   }
@@ -135,7 +139,11 @@ class Qp {
   bool connected_ = false;
   UniqueFd router_kick_;  // the router's eventfd: written after a post when it is parked
   int post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad);
-  bool carries(const vrdma_send_wr& wr) const;  // an opcode and SGE count this QP takes
+  bool carries(const vrdma_send_wr& wr) const {  // an opcode and SGE count this QP takes
+    bool known = wr.opcode >= VRDMA_WR_RDMA_WRITE && wr.opcode <= VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    if (datagram()) known = wr.opcode == VRDMA_WR_SEND || wr.opcode == VRDMA_WR_SEND_WITH_IMM;
+    return known && wr.num_sge >= 0 && wr.num_sge <= int(proto::kMaxSge);
+  }
   std::optional<Mapping> peer_mem_;  // the peer's: we consume its receives, produce its arrivals
   proto::QpHeader* peer_hdr_ = nullptr;
   uint32_t peer_flags_ = 0;
