@@ -1402,6 +1402,20 @@ def test_sends_past_a_receive_not_posted_fail_with_it_not_one_rnr_wait_after_ano
     assert float(r["ms"]) < 8 * 1000 + 2000 and r["recovered"] == "0", r
 
 
+@pytest.mark.parametrize("kind,fails_with", [("badlkey", 2), ("oob", 4), ("atomic", 4)])
+def test_requests_behind_a_failed_one_flush_across_hosts(linked_routers, kind, fails_with):
+    """A 1 MiB WRITE in flight, then a request that fails, then 3 SENDs, on a QP to another host:
+    the SENDs were carried to the peer and answered success after the failure when the request
+    failed at the initiator's router (a bad local key, a WRITE past the target region), while
+    its answer waited behind the WRITE's (probe 17). As on RC they flush (status 3) and none
+    arrives; a request that fails at the target (a misaligned atomic) flushes those sent behind
+    it there."""
+    a, b = linked_routers
+    r = hostile(a.sock, "fail-then-sends", b.sock, kind, timeout=60)
+    assert r["statuses"] == f"0,{fails_with},3,3,3" and r["received"] == "0", r
+
+
+@as_root
 def test_a_region_pinned_for_a_peers_pulls_counts_against_its_tenant_until_let_go(world):
     """A 32 MiB region deregistered while a SEND from it is in flight to a router that never
     answers (stopped): the SEND fails at the 3 s op bound, and its pieces stay pinned 5 s more for

@@ -76,6 +76,13 @@
  *                                          tried every 100 ms: "again_ms=T errno=E" (T: when one
  *                                          was had, -1: not in 15 s; E: why the first try failed);
  *                                          exits after another line
+ *   vrdma_hostile SOCKET fail-then-sends SOCKET_B KIND  a QP here connected to one at SOCKET_B's
+ *                                          router with 4 receives posted there; posted at once: a
+ *                                          1 MiB WRITE, a request that fails (KIND badlkey: a local
+ *                                          key that is no region's; oob: a WRITE past the target
+ *                                          region; atomic: a misaligned fetch-add, which fails at
+ *                                          the target), then 3 SENDs: "statuses=S0,S1,S2,S3,S4
+ *                                          received=R" (R: receives that completed with success)
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -1076,6 +1083,70 @@ static int pinned_dereg(struct vrdma_context* a, const char* sock_b, size_t byte
   return 0;
 }
 
+/* Requests behind one that failed, across hosts: as on RC they flush, never reaching the peer. */
+static int fail_then_sends(struct vrdma_context* a, const char* sock_b, const char* kind) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_ATOMIC;
+  const size_t big = 1 << 20;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, 16) : NULL, *cb = ca ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, big, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, big, rw) : NULL;
+  struct vrdma_qp *qa = NULL, *qb = NULL;
+  if (!dst || remote_pair(pa, ca, pb, cb, 8, &qa, &qb)) return die("setup");
+  for (int i = 0; i < 4; ++i) {
+    struct vrdma_sge sge = {(uint64_t)(uintptr_t)dst->addr + 4096u * (unsigned)i, 4096, dst->lkey};
+    struct vrdma_recv_wr r = {0}, *bad = NULL;
+    r.wr_id = (uint64_t)i;
+    r.sg_list = &sge;
+    r.num_sge = 1;
+    if (vrdma_post_recv(qb, &r, &bad)) return die("recv");
+  }
+  if (post_write(qa, src, dst, (uint32_t)big, 0)) return die("write");
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, 64, src->lkey};
+  struct vrdma_send_wr wr = {0}, *bad = NULL;
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  wr.opcode = VRDMA_WR_RDMA_WRITE;
+  wr.rkey = dst->rkey;
+  wr.remote_addr = (uint64_t)(uintptr_t)dst->addr;
+  if (strcmp(kind, "badlkey") == 0) sge.lkey = src->lkey ^ 0x5a5a5a;
+  else if (strcmp(kind, "oob") == 0) wr.remote_addr += big - 32;
+  else {
+    wr.opcode = VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    sge.length = 8;
+    wr.remote_addr += 4;
+    wr.compare_add = 1;
+  }
+  if (vrdma_post_send(qa, &wr, &bad)) return die("failing request");
+  for (int i = 2; i < 5; ++i) {
+    struct vrdma_sge s2 = {(uint64_t)(uintptr_t)src->addr, 64, src->lkey};
+    struct vrdma_send_wr w2 = {0};
+    w2.wr_id = (uint64_t)i;
+    w2.sg_list = &s2;
+    w2.num_sge = 1;
+    w2.opcode = VRDMA_WR_SEND;
+    w2.send_flags = VRDMA_SEND_SIGNALED;
+    if (vrdma_post_send(qa, &w2, &bad)) return die("send");
+  }
+  int status[5] = {-1, -1, -1, -1, -1}, got = 0, received = 0;
+  for (double until = now_ms() + 8000; got < 5 && now_ms() < until;) {
+    struct vrdma_wc w;
+    int n = vrdma_poll_cq(ca, 1, &w);
+    if (n < 0) return die("poll");
+    if (n && w.wr_id < 5) status[w.wr_id] = w.status, ++got;
+    if (!n) usleep(200);
+  }
+  usleep(300000); /* anything delivered by now has arrived */
+  struct vrdma_wc v[8];
+  int m = vrdma_poll_cq(cb, 8, v);
+  for (int k = 0; k < m; ++k) received += v[k].status == VRDMA_WC_SUCCESS;
+  printf("statuses=%d,%d,%d,%d,%d received=%d\n", status[0], status[1], status[2], status[3], status[4], received);
+  return 0;
+}
+
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
   struct vrdma_context* b = vrdma_open(sock_b);
@@ -1171,6 +1242,7 @@ int main(int argc, char** argv) {
     rc = rnr_sends(ctx, a1, atoi(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10));
   else if (strcmp(mode, "pinned-dereg") == 0 && argc > 4)
     rc = pinned_dereg(ctx, a1, strtoull(argv[4], NULL, 10));
+  else if (strcmp(mode, "fail-then-sends") == 0 && argc > 4) rc = fail_then_sends(ctx, a1, argv[4]);
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

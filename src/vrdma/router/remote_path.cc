@@ -3,6 +3,7 @@
 // router's registration of the target region, at bounds its router told us once per key) or as
 // an op the peer's router carries out (SEND, immediates, atomics, inline WRITE). Requests stay
 // in flight up to a window and are answered in the owner's CQE ring in posting order.
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -72,7 +73,12 @@ bool Router::pump_remote(QpEntry& q) {
   };
   proto::SendEntry e;
   int n = 0;
-  bool failing = false;  // a request of this turn failed: the rest flush (complete() marks it later)
+  // A request failed and waits to be answered behind one still in flight: as on RC, the ones
+  // after it flush (complete() puts the QP in error when it is answered). Sent instead, they were
+  // delivered, and answered success after the failure (probe 17).
+  bool stops = !(q.flags & proto::no_error_state);
+  bool failing = stops && std::any_of(r.out.begin(), r.out.end(),
+                                      [](const RemoteOut& o) { return o.done && o.status != VRDMA_WC_SUCCESS; });
   for (; n < kBatch && r.out.size() < kWindow && !r.key_asked && !cut_waiting() && q.view->sends.peek(e); ++n) {
     RemoteOut o;
     o.wr_id = e.wr_id;
@@ -97,6 +103,7 @@ bool Router::pump_remote(QpEntry& q) {
       if (used.bytes >= kTenantLinkBytes || used.ops >= kTenantLinkOps) break;  // its tenant's share is out
       o.on_link = LinkCharge(u.on_links, 0);
       if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
+      failing = stops && o.done && o.status != VRDMA_WC_SUCCESS;
       charge(u, q, me.tenant, now, o.byte_len);
       if (o.done) o.on_link = {};
       else if (!o.cut) o.on_link.grow(o.byte_len);
