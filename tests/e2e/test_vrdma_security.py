@@ -1415,6 +1415,17 @@ def test_requests_behind_a_failed_one_flush_across_hosts(linked_routers, kind, f
     assert r["statuses"] == f"0,{fails_with},3,3,3" and r["received"] == "0", r
 
 
+def test_failures_that_never_leave_the_router_do_not_bring_the_error_epoch_round(linked_routers):
+    """A QP's error epoch is 16 bits, and the target holds a failed one until an op of another
+    arrives. An op failed at the target, then 65,534 requests failed at the initiator's router,
+    each followed by a recovery: every failure moved the epoch on, it came round to the failed
+    one, and the next SEND was flushed at the target, never delivered (probe 17). The epoch now
+    moves on only after an op went out in it."""
+    a, b = linked_routers
+    r = hostile(a.sock, "epoch-wrap", b.sock, 65534, timeout=120)
+    assert r == {"send": "0", "received": "1"}, r
+
+
 @as_root
 def test_a_region_pinned_for_a_peers_pulls_counts_against_its_tenant_until_let_go(world):
     """A 32 MiB region deregistered while a SEND from it is in flight to a router that never

@@ -83,6 +83,11 @@
  *                                          region; atomic: a misaligned fetch-add, which fails at
  *                                          the target), then 3 SENDs: "statuses=S0,S1,S2,S3,S4
  *                                          received=R" (R: receives that completed with success)
+ *   vrdma_hostile SOCKET epoch-wrap SOCKET_B N  a QP here connected to one at SOCKET_B's router: a
+ *                                          misaligned fetch-add (fails at the target), then N
+ *                                          requests with a bad local key (fail here), the QP
+ *                                          recovered after each failure, then a SEND to a posted
+ *                                          receive: "send=S received=R" (S its status)
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -1147,6 +1152,53 @@ static int fail_then_sends(struct vrdma_context* a, const char* sock_b, const ch
   return 0;
 }
 
+/* One signaled request of `opcode` (8 bytes from `src` under `lkey`, to `dst` + `off`), its
+ * status (-1: none in 10 s). */
+static int one_request(struct vrdma_qp* qp, struct vrdma_cq* cq, int opcode, struct vrdma_mr* src, uint32_t lkey,
+                       struct vrdma_mr* dst, uint64_t off) {
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, 8, lkey};
+  struct vrdma_send_wr wr = {0}, *bad = NULL;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = opcode;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  wr.remote_addr = (uint64_t)(uintptr_t)dst->addr + off;
+  wr.rkey = dst->rkey;
+  wr.compare_add = 1;
+  struct vrdma_wc w;
+  return vrdma_post_send(qp, &wr, &bad) || wait_one(cq, &w) ? -1 : (int)w.status;
+}
+
+/* The error epoch across hosts is 16 bits: failures that never leave this router must not bring
+ * it round to one the target still holds failed, or a later SEND is flushed there. */
+static int epoch_wrap(struct vrdma_context* a, const char* sock_b, long n) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_ATOMIC;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, 16) : NULL, *cb = ca ? vrdma_create_cq(b, 16) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, 4096, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, 4096, rw) : NULL;
+  struct vrdma_qp *qa = NULL, *qb = NULL;
+  if (!dst || remote_pair(pa, ca, pb, cb, 8, &qa, &qb)) return die("setup");
+  if (one_request(qa, ca, VRDMA_WR_ATOMIC_FETCH_AND_ADD, src, src->lkey, dst, 4) != VRDMA_WC_REM_ACCESS_ERR)
+    return die("the misaligned fetch-add did not fail at the target");
+  for (long i = 0; i <= n; ++i) {
+    if (vrdma_recover_qp(qa)) return die("recover");
+    if (i < n && one_request(qa, ca, VRDMA_WR_RDMA_WRITE, src, src->lkey ^ 0x5a5a5a, dst, 0) != VRDMA_WC_LOC_PROT_ERR)
+      return die("a bad local key did not fail");
+  }
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)dst->addr, 64, dst->lkey};
+  struct vrdma_recv_wr r = {0}, *bad = NULL;
+  r.sg_list = &sge;
+  r.num_sge = 1;
+  if (vrdma_post_recv(qb, &r, &bad)) return die("recv");
+  int send = one_request(qa, ca, VRDMA_WR_SEND, src, src->lkey, dst, 0);
+  struct vrdma_wc w;
+  int received = wait_one(cb, &w) == 0 && w.status == VRDMA_WC_SUCCESS;
+  printf("send=%d received=%d\n", send, received);
+  return 0;
+}
+
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
   struct vrdma_context* b = vrdma_open(sock_b);
@@ -1243,6 +1295,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "pinned-dereg") == 0 && argc > 4)
     rc = pinned_dereg(ctx, a1, strtoull(argv[4], NULL, 10));
   else if (strcmp(mode, "fail-then-sends") == 0 && argc > 4) rc = fail_then_sends(ctx, a1, argv[4]);
+  else if (strcmp(mode, "epoch-wrap") == 0 && argc > 4) rc = epoch_wrap(ctx, a1, atol(argv[4]));
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

@@ -224,6 +224,7 @@ bool Router::post_remote(QpEntry& q, const Session& me, proto::SendEntry& e, Rem
   op.from_qp = q.num;
   op.to_qp = q.peer;
   op.epoch = q.flags & proto::no_error_state ? 0 : r.epoch;
+  r.epoch_sent = true;
   op.opcode = e.opcode;
   op.imm = e.imm;
   op.remote_addr = e.remote_addr;
@@ -303,7 +304,10 @@ bool Router::retire_remote(QpEntry& q, TenantUsage& u) {
       break;
     }
     complete(q, u, o.wr_id, o.opcode, o.status, o.byte_len, o.signaled);
-    if (o.status != VRDMA_WC_SUCCESS && !++r.epoch) r.epoch = 1;  // what goes after the owner recovers
+    if (o.status != VRDMA_WC_SUCCESS && r.epoch_sent) {  // what goes after the owner recovers
+      r.epoch_sent = false;
+      if (!++r.epoch) r.epoch = 1;
+    }
     r.out.pop_front();
     any = true;
   }

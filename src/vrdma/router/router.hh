@@ -212,9 +212,13 @@ struct RemoteQp {
   std::map<uint32_t, proto::LinkKey> keys;  // the peer's rkeys we asked about, at most kKeysCached
   uint32_t key_asked = 0;                   // an rkey whose answer we wait for
   int64_t key_asked_ns = 0;
-  // Initiator: stamped on each op (proto::LinkOp::epoch), the next one each time a request fails,
-  // 0 skipped; 0 always for a QP that stays ready after a failure.
+  // Initiator: stamped on each op (proto::LinkOp::epoch), the next one when a request fails after
+  // an op went out in it (epoch_sent), 0 skipped; 0 always for a QP that stays ready after a
+  // failure. Only so does the target, which forgets a failed epoch once another's op arrives,
+  // never see an epoch come round to one it still holds failed: 65,534 failures that never
+  // left this router brought it round, and the next SEND was flushed (probe 17).
   uint16_t epoch = 1;
+  bool epoch_sent = false;
   std::deque<RemoteIn> in;
   uint16_t failed_epoch = 0;  // target: an op of this epoch failed, so the later ones of it flush
 };
