@@ -1426,6 +1426,20 @@ def test_failures_that_never_leave_the_router_do_not_bring_the_error_epoch_round
     assert r == {"send": "0", "received": "1"}, r
 
 
+@pytest.mark.parametrize("where", ["across_hosts", "router_path"])
+def test_a_withdrawn_receive_is_either_filled_and_announced_or_never_written(linked_routers, where):
+    """64 SENDs of 12,000 B into 64 receives withdrawn 200 us later (fresh ones posted after), 20
+    times: the router had taken a receive before the withdrawal, which flushed it, and went on
+    filling it, so a buffer the owner had back got the bytes and the sender was told success for
+    a message the receiver never saw (3-18 such receives across hosts, 1-3 on the router path;
+    probe 17). The router marks a receive before it looks at the withdrawal again, and
+    withdraw_recvs leaves a marked one to its arrival."""
+    a, b = linked_routers
+    target, flags = (b.sock, 0) if where == "across_hosts" else (a.sock, 2)
+    r = hostile(a.sock, "withdraw-race", target, flags, 200, timeout=120)
+    assert r["written"] == "0" and r["recv_ok"] == r["send_ok"] == "1280", r
+
+
 @as_root
 def test_a_region_pinned_for_a_peers_pulls_counts_against_its_tenant_until_let_go(world):
     """A 32 MiB region deregistered while a SEND from it is in flight to a router that never

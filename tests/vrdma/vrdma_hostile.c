@@ -88,6 +88,13 @@
  *                                          requests with a bad local key (fail here), the QP
  *                                          recovered after each failure, then a SEND to a posted
  *                                          receive: "send=S received=R" (S its status)
+ *   vrdma_hostile SOCKET withdraw-race SOCKET_B FLAGS DELAY_US  a QP here (FLAGS: its and its peer's
+ *                                          vrdma_qp_flags; the sender stays ready after a failure)
+ *                                          connected to one at SOCKET_B's router (may be SOCKET);
+ *                                          10 times: 64 receives of 16 KiB there, 64 SENDs of
+ *                                          12,000 B, the receives withdrawn DELAY_US later:
+ *                                          "written=W recv_ok=R send_ok=S" (W: receives completed
+ *                                          flushed whose buffer got bytes, 300 ms on)
  *   vrdma_hostile SOCKET remote-ping SOCKET_B SECONDS  the well-behaved tenant across hosts: a QP
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
@@ -1199,6 +1206,84 @@ static int epoch_wrap(struct vrdma_context* a, const char* sock_b, long n) {
   return 0;
 }
 
+/* Receives withdrawn while SENDs fill them: each either completes by its arrival, bytes and all,
+ * or is flushed and never written, and the sender's successes are the receiver's. */
+static int post_recvs(struct vrdma_qp* qp, struct vrdma_mr* mr, int first, int count, uint32_t slot) {
+  for (int i = first; i < first + count; ++i) {
+    struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr + (uint64_t)i * slot, slot, mr->lkey};
+    struct vrdma_recv_wr r = {0}, *bad = NULL;
+    r.wr_id = (uint64_t)i;
+    r.sg_list = &sge;
+    r.num_sge = 1;
+    if (vrdma_post_recv(qp, &r, &bad)) return -1;
+  }
+  return 0;
+}
+
+static int withdraw_race(struct vrdma_context* a, const char* sock_b, unsigned flags, int delay_us) {
+  enum { kSends = 64, kSlot = 16384, kLen = 12000, kCycles = 20 };
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+  struct vrdma_cq *ca = pb ? vrdma_create_cq(a, 256) : NULL, *cb = ca ? vrdma_create_cq(b, 256) : NULL;
+  struct vrdma_mr* src = cb ? vrdma_alloc_mr(pa, kLen, rw) : NULL;
+  struct vrdma_mr* dst = src ? vrdma_alloc_mr(pb, 2 * kSends * (size_t)kSlot, rw) : NULL;  /* then fresh ones */
+  struct vrdma_qp_init_attr at = {ca, ca, 128, 4, 0, 0, flags | VRDMA_QP_NO_ERROR_STATE, NULL},
+                            bt = {cb, cb, 4, 256, 0, 0, flags, NULL};
+  struct vrdma_qp *qa = dst ? vrdma_create_qp(pa, &at) : NULL, *qb = qa ? vrdma_create_qp(pb, &bt) : NULL;
+  if (!qb || connect_both(qb, qa)) return die("setup");
+  memset(src->addr, 0xab, kLen);
+  long written = 0, recv_ok = 0, send_ok = 0;
+  for (int c = 0; c < kCycles; ++c) {
+    uint8_t* base = dst->addr;
+    memset(base, 0, 2 * kSends * (size_t)kSlot);
+    char flushed[2 * kSends] = {0};
+    if (post_recvs(qb, dst, 0, kSends, kSlot)) return die("recv");
+    for (int i = 0; i < kSends; ++i) {
+      struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, kLen, src->lkey};
+      struct vrdma_send_wr wr = {0}, *bad = NULL;
+      wr.wr_id = (uint64_t)i;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = VRDMA_WR_SEND;
+      wr.send_flags = VRDMA_SEND_SIGNALED;
+      if (vrdma_post_send(qa, &wr, &bad)) return die("send");
+    }
+    usleep((useconds_t)delay_us);
+    if (vrdma_withdraw_recvs(qb) || post_recvs(qb, dst, kSends, kSends, kSlot)) return die("withdraw");
+    int answered = 0;
+    for (double until = now_ms() + 10000; answered < kSends && now_ms() < until;) {
+      struct vrdma_wc w[64];
+      int n = vrdma_poll_cq(cb, 64, w);
+      if (n < 0) return die("poll");
+      for (int k = 0; k < n; ++k) {
+        if (w[k].status == VRDMA_WC_SUCCESS) ++recv_ok;
+        else if (w[k].wr_id < 2 * kSends) flushed[w[k].wr_id] = 1;
+      }
+      int m = vrdma_poll_cq(ca, 64, w);
+      if (m < 0) return die("poll");
+      for (int k = 0; k < m; ++k, ++answered) send_ok += w[k].status == VRDMA_WC_SUCCESS;
+      if (!n && !m) usleep(200);
+    }
+    usleep(300000); /* a late write shows by now */
+    for (int i = 0; i < 2 * kSends; ++i)
+      for (int j = 0; flushed[i] && j < kSlot; j += 64)
+        if (base[(size_t)i * kSlot + j]) {
+          ++written;
+          break;
+        }
+    struct vrdma_wc w[256];
+    int n;
+    while ((n = vrdma_poll_cq(cb, 256, w)) > 0) /* the fresh receives left: flushed before the next round */
+      for (int k = 0; k < n; ++k) recv_ok += w[k].status == VRDMA_WC_SUCCESS;
+    if (vrdma_withdraw_recvs(qb)) return die("withdraw");
+    while ((n = vrdma_poll_cq(cb, 256, w)) > 0) {
+    }
+  }
+  printf("written=%ld recv_ok=%ld send_ok=%ld\n", written, recv_ok, send_ok);
+  return 0;
+}
+
 static int remote_ping(struct vrdma_context* a, const char* sock_b, double seconds) {
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
   struct vrdma_context* b = vrdma_open(sock_b);
@@ -1296,6 +1381,8 @@ int main(int argc, char** argv) {
     rc = pinned_dereg(ctx, a1, strtoull(argv[4], NULL, 10));
   else if (strcmp(mode, "fail-then-sends") == 0 && argc > 4) rc = fail_then_sends(ctx, a1, argv[4]);
   else if (strcmp(mode, "epoch-wrap") == 0 && argc > 4) rc = epoch_wrap(ctx, a1, atol(argv[4]));
+  else if (strcmp(mode, "withdraw-race") == 0 && argc > 5)
+    rc = withdraw_race(ctx, a1, (unsigned)atoi(argv[4]), atoi(argv[5]));
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
   else {

@@ -546,6 +546,7 @@ int Qp::take_answers(int n, vrdma_wc* out) {
 
 int Qp::take_arrivals(int n, vrdma_wc* out) {
   int got = 0;
+  uint64_t mark = filled_ ? hdr_->filling.load(std::memory_order_acquire) : 0;
   proto::Arrival a;
   while (got < n && my_arrivals_->pop(a)) {
     bool unbound = a.no_recv && (attr_.flags & proto::imm_without_recv);
@@ -577,22 +578,24 @@ int Qp::take_arrivals(int n, vrdma_wc* out) {
                                                                        : int(VRDMA_WC_LOC_PROT_ERR);
     if (wc.status != VRDMA_WC_SUCCESS) fail_qp();
   }
+  if (filled_ && got < n)
+    if (auto wr_id = let_go_unfilled(mark)) out[got++] = flushed_recv(*wr_id);
   // A QP in error flushes the receives no arrival will ever fill.
   if ((error_ || recvs_orphaned()) && my_arrivals_->empty()) {
     while (got < n && !posted_recvs_.empty()) {
-      vrdma_wc& wc = out[got++];
-      wc = {};
-      wc.wr_id = posted_recvs_.front().wr_id;
+      out[got++] = flushed_recv(posted_recvs_.front().wr_id);
       posted_recvs_.pop_front();
-      wc.status = VRDMA_WC_WR_FLUSH_ERR;
-      wc.opcode = VRDMA_WC_RECV;
-      wc.qp_num = num_;
     }
   }
   return got;
 }
 
 void Qp::withdraw_recvs() {
+  // The withdrawal first, then the router's mark (QpHeader::filling): a receive it marked before
+  // it could see the withdrawal is being filled, and completes by its arrival; without this it
+  // was flushed here while its SEND went on to write the buffer and answer success (probe 17).
+  hdr_->withdrawn_below.store(next_recv_seq_, std::memory_order_seq_cst);
+  uint64_t filling = hdr_->filling.load(std::memory_order_seq_cst);
   // What has arrived completes first, as a NIC's CQ holds it ahead of the flush: a disconnect
   // that raced a stream's last bytes once flushed the receives they had filled (rsocket lost
   // its peer's answer and end of stream, 3 runs in 15).
@@ -601,18 +604,36 @@ void Qp::withdraw_recvs() {
     for (int n; (n = take_arrivals(32, done)) > 0;)
       for (int i = 0; i < n; ++i) attr_.recv_cq->push(done[i]);
   }
-  withdrawn_below_ = next_recv_seq_;
-  hdr_->withdrawn_below.store(withdrawn_below_, std::memory_order_release);
-  for (const Posted& p : posted_recvs_) {
-    if (!attr_.recv_cq) break;
-    vrdma_wc wc{};
-    wc.wr_id = p.wr_id;
-    wc.status = VRDMA_WC_WR_FLUSH_ERR;
-    wc.opcode = VRDMA_WC_RECV;
-    wc.qp_num = num_;
-    attr_.recv_cq->push(wc);
+  bool keep = filling && !posted_recvs_.empty() && posted_recvs_.front().seq == filling - 1;
+  filled_ = keep ? filling : 0;
+  withdrawn_below_ = keep ? filling - 1 : next_recv_seq_;  // the kept one's arrival still counts
+  for (size_t k = keep; k < posted_recvs_.size() && attr_.recv_cq; ++k)
+    attr_.recv_cq->push(flushed_recv(posted_recvs_[k].wr_id));
+  posted_recvs_.resize(keep);
+}
+
+// A receive kept at withdraw_recvs whose filler let it go unfilled (it saw the withdrawal after
+// all), taken to be flushed. `mark` is QpHeader::filling as read before the arrivals were taken:
+// an arrival pushed before the mark was cleared has been taken since.
+std::optional<uint64_t> Qp::let_go_unfilled(uint64_t mark) {
+  if (!filled_ || posted_recvs_.empty() || posted_recvs_.front().seq != filled_ - 1) {
+    filled_ = 0;  // its arrival came
+    return std::nullopt;
   }
-  posted_recvs_.clear();
+  if (mark == filled_ || !my_arrivals_->empty()) return std::nullopt;
+  filled_ = 0;
+  uint64_t wr_id = posted_recvs_.front().wr_id;
+  posted_recvs_.pop_front();
+  return wr_id;
+}
+
+vrdma_wc Qp::flushed_recv(uint64_t wr_id) const {
+  vrdma_wc wc{};
+  wc.wr_id = wr_id;
+  wc.status = VRDMA_WC_WR_FLUSH_ERR;
+  wc.opcode = VRDMA_WC_RECV;
+  wc.qp_num = num_;
+  return wc;
 }
 
 }  // namespace rb::vrdma

@@ -68,7 +68,10 @@ class Qp {
   // Event path: the send CQ asks the router to ring it after its next answer (router path).
   void arm_send() { hdr_->send_armed.store(1, std::memory_order_relaxed); }
   // Something take_arrivals would report now (an arrival, or receives to flush).
-  bool wake_worthy() const { return !my_arrivals_->empty() || ((error_ || recvs_orphaned()) && !posted_recvs_.empty()); }
+  bool wake_worthy() const {
+    return !my_arrivals_->empty() || ((error_ || recvs_orphaned()) && !posted_recvs_.empty()) ||
+           (filled_ && hdr_->filling.load(std::memory_order_acquire) != filled_);  // a kept receive let go
+  }
 
  private:
   Qp(Context& ctx, const QpAttr& attr, SharedMemory mem);
@@ -162,6 +165,9 @@ class Qp {
   };
   std::deque<Posted> posted_recvs_;  // ours, in order: a peer cannot rename our requests
   uint64_t next_recv_seq_ = 0, withdrawn_below_ = 0;
+  uint64_t filled_ = 0;  // a receive kept at withdraw_recvs for the router filling it: its seq + 1
+  std::optional<uint64_t> let_go_unfilled(uint64_t mark);
+  vrdma_wc flushed_recv(uint64_t wr_id) const;
   std::unordered_map<uint32_t, Grant> grants_;
   uint64_t grant_epoch_ = 0;
   const Grant* last_grant_ = nullptr;  // in grants_: the last key asked for, most requests' key

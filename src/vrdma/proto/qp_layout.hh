@@ -59,6 +59,11 @@ struct alignas(64) QpHeader {
   // Set by the owner (vrdma_set_peer_timeout): how long the router goes on as if a peer that has
   // gone were there, as an RC transport retries an unanswered request before it gives up.
   std::atomic<uint64_t> peer_timeout_ns{0};
+  // The router fills receive `filling - 1` (0: none). It marks a receive before it looks at
+  // withdrawn_below again, and withdraw_recvs stores withdrawn_below before it reads this, so
+  // either the router sees the withdrawal and leaves the receive alone, or the owner sees the
+  // mark and leaves that receive to its arrival: bytes never land in a receive already flushed.
+  std::atomic<uint64_t> filling{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);

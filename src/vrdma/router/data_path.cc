@@ -186,21 +186,21 @@ class Mover {
     if (unbound) {
       a.no_recv = 1;
     } else {
-      // An SRQ's receive is shared by all its QPs' senders (and their peers' libraries on the
-      // direct path): a SEND claims it at its first byte (else another SEND would fill it between
-      // turns). A QP's own receive has one sender, whose requests go in order: it is taken at the
-      // last byte.
+      // A SEND claims its receive at its first byte and fills that one to its last, turn after
+      // turn: an SRQ's receive is shared by all its QPs' senders (and their peers' libraries on
+      // the direct path), and a QP's own may be withdrawn meanwhile, which its mark holds off
+      // (QpHeader::filling). A QP's own receive leaves its ring at the last byte.
       bool claimed = q_.claimed_recv.has_value();
       if (claimed) recv_ = *q_.claimed_recv;
       else if (peer_.srq ? !peer_.srq->ring->claim(recv_) : !next_receive()) return rnr();
       peer_.rnr_since_ns = 0;
       a.recv_seq = recv_.seq;
-      if (peer_.srq && !claimed) q_.claimed_recv = recv_;
+      if (!claimed) q_.claimed_recv = recv_;
       if (with_data && fill(a, o)) return o;  // more of it next turn
       if (!peer_.srq) receive_ring(peer_).pop(recv_);
       q_.claimed_recv.reset();
     }
-    peer_.view->arrivals.push(a);
+    announce(peer_, a);
     return o;
   }
 
@@ -276,17 +276,28 @@ void charge(TenantUsage& u, QpEntry& q, const Tenant& t, int64_t now, uint64_t b
 
 bool next_receive(QpEntry& q, proto::RecvEntry& out) {
   if (q.srq) return q.srq->ring->peek(out);  // an SRQ's receives are never withdrawn
-  uint64_t below = q.header()->withdrawn_below.load(std::memory_order_acquire);
+  proto::QpHeader* h = q.header();
+  uint64_t below = h->withdrawn_below.load(std::memory_order_acquire);
   // The owner numbers its receives one by one, so the withdrawn ones at the head are skipped in
   // one step (below - seq of them). The owner writes the indices, the numbers and `below`: a ring
   // whose numbers do not add up gets a few steps a turn and waits like a missing receive, so it
   // costs its owner, not the router (one slot at a time, 2^19-slot rings held it 286 ms a turn).
   constexpr int kStepsPerTurn = 4;
   for (int steps = 0; steps < kStepsPerTurn && q.view->recvs.peek(out); ++steps) {
-    if (out.seq >= below) return true;
+    if (out.seq >= below) {  // marked, then looked at again (QpHeader::filling)
+      h->filling.store(out.seq + 1, std::memory_order_seq_cst);
+      below = h->withdrawn_below.load(std::memory_order_seq_cst);
+      if (out.seq >= below) return true;
+      h->filling.store(0, std::memory_order_release);
+    }
     q.view->recvs.skip(below - out.seq);
   }
   return false;
+}
+
+void announce(QpEntry& q, const proto::Arrival& a) {
+  q.view->arrivals.push(a);
+  q.header()->filling.store(0, std::memory_order_release);  // after the push: see QpHeader::filling
 }
 
 void complete(QpEntry& q, TenantUsage& u, uint64_t wr_id, uint8_t opcode, int status, uint32_t byte_len,
@@ -335,15 +346,17 @@ bool Router::pump(const std::vector<uint32_t>& list, Turns& turns, bool& deferre
   return moved;
 }
 
-// A SEND flushed after it claimed an SRQ receive: the receiver learns of that receive as one that
-// failed (it cannot go back into the ring, whose producer is its owner).
+// A SEND flushed after it claimed a receive: the receiver learns of that receive as one that
+// failed (it cannot go back into an SRQ's ring, whose producer is its owner).
 static void give_up_claimed_receive(QpEntry& q, QpEntry& peer) {
   if (!q.claimed_recv) return;
   proto::Arrival a;
   a.recv_seq = q.claimed_recv->seq;
   a.kind = uint8_t(proto::ArrivalKind::send);
   a.status = uint8_t(proto::ArrivalStatus::bad_buffer);
-  if (peer.view->arrivals.size() < peer.view->arrivals.capacity()) peer.view->arrivals.push(a);
+  if (!peer.srq) receive_ring(peer).pop(*q.claimed_recv);
+  if (peer.view->arrivals.size() < peer.view->arrivals.capacity()) announce(peer, a);
+  else peer.header()->filling.store(0, std::memory_order_release);
   q.claimed_recv.reset();
 }
 

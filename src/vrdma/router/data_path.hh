@@ -86,8 +86,11 @@ inline int64_t peer_lost_until(const QpEntry& q) {
 // The ring a QP's incoming SENDs take receives from: its SRQ's, or its own.
 inline SpscRing<proto::RecvEntry>& receive_ring(QpEntry& q) { return q.srq ? *q.srq->ring : q.view->recvs; }
 
-// The peer's next receive, skipping those its owner withdrew; left in place. False: none.
+// The peer's next receive, skipping those its owner withdrew; left in place, marked as being
+// filled (QpHeader::filling) until announce(). False: none.
 bool next_receive(QpEntry& q, proto::RecvEntry& out);
+// Pushes an arrival into `q`'s ring (room checked), and clears the mark next_receive left.
+void announce(QpEntry& q, const proto::Arrival& a);
 
 // The answer to a request in the owner's CQE ring (signaled, or failed; a failure stops the QP
 // unless it asked to stay ready).

@@ -58,7 +58,7 @@ bool deliver_datagram(const Session& them, QpEntry& to, const Datagram& d) {
     copy_pieces(src, d.n + 1, dst, int(nd));
   }
   receive_ring(to).pop(r);
-  to.view->arrivals.push(a);
+  announce(to, a);
   return true;
 }
 

@@ -217,7 +217,7 @@ void Router::finish_inbound(QpEntry& q, RemoteIn& in) {
   if (announces && consumed && in.status != VRDMA_WC_RNR_RETRY_EXC_ERR) {
     proto::RecvEntry used;
     if (in.uses_recv && !q.srq) q.view->recvs.pop(used);
-    q.view->arrivals.push(in.arrival);
+    announce(q, in.arrival);
     wake_recv(q);
   }
   if (in.status != VRDMA_WC_SUCCESS) q.remote->failed_epoch = in.op.epoch;

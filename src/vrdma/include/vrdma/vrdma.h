@@ -281,7 +281,8 @@ int vrdma_destroy_qp(struct vrdma_qp *qp);
 int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr, struct vrdma_send_wr **bad_wr);
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad_wr);
 /* Takes back every receive still posted: each completes on the recv CQ with
- * VRDMA_WC_WR_FLUSH_ERR, and the peer will not fill it. */
+ * VRDMA_WC_WR_FLUSH_ERR, and the peer will not fill it; but for one the router has begun to
+ * fill (router path, another host), which completes by its arrival. */
 int vrdma_withdraw_recvs(struct vrdma_qp *qp);
 /* Brings a QP in the error state back to ready with the same peer, as verbs' modify_qp through
  * RESET to RTS would; receives were flushed already. Fails with ECONNRESET when the peer is gone. */
