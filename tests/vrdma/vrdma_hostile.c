@@ -913,6 +913,18 @@ static int post_fadd(struct vrdma_qp* qp, struct vrdma_mr* src, struct vrdma_mr*
   return vrdma_post_send(qp, &wr, &bad);
 }
 
+/* A signaled SEND of the first `len` bytes of `src`. */
+static int post_send_of(struct vrdma_qp* qp, struct vrdma_mr* src, uint32_t len, uint64_t id) {
+  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, len, src->lkey};
+  struct vrdma_send_wr wr = {0}, *bad = NULL;
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = VRDMA_WR_SEND;
+  wr.send_flags = VRDMA_SEND_SIGNALED;
+  return vrdma_post_send(qp, &wr, &bad);
+}
+
 /* One tenant's bulk WRITEs (or a flood of small atomics) across hosts: the link is every
  * tenant's, and its queue is not. */
 static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, size_t bytes, int depth, double seconds,
@@ -1007,17 +1019,6 @@ static int rnr_sends(struct vrdma_context* a, const char* sock_b, int pairs, int
     r.num_sge = 1;                                                                                     \
     if (vrdma_post_recv(q, &r, &bad)) return die("recv");                                              \
   } while (0)
-#define SEND(i)                                                                              \
-  do {                                                                                       \
-    struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, (uint32_t)bytes, src->lkey};     \
-    struct vrdma_send_wr wr = {0}, *bad = NULL;                                              \
-    wr.wr_id = (uint64_t)(i);                                                                \
-    wr.sg_list = &sge;                                                                       \
-    wr.num_sge = 1;                                                                          \
-    wr.opcode = VRDMA_WR_SEND;                                                               \
-    wr.send_flags = VRDMA_SEND_SIGNALED;                                                     \
-    if (vrdma_post_send(qa[i], &wr, &bad)) return die("send");                               \
-  } while (0)
   for (int i = 0; i < pairs; ++i) {
     if (remote_pair(pa, ca, pb, cb, (uint32_t)sends, &qa[i], &qb)) return die("pair");
     if (!i) qb0 = qb;
@@ -1025,7 +1026,8 @@ static int rnr_sends(struct vrdma_context* a, const char* sock_b, int pairs, int
   }
   double t0 = now_ms();
   for (int i = 0; i < pairs; ++i)
-    for (int k = 0; k < sends; ++k) SEND(i);
+    for (int k = 0; k < sends; ++k)
+      if (post_send_of(qa[i], src, (uint32_t)bytes, (uint64_t)i)) return die("send");
   int answered = 0, received = 0, count[256] = {0};
   double last = t0;
   while ((answered < total || received < pairs) && now_ms() - t0 < 30000) {
@@ -1043,7 +1045,7 @@ static int rnr_sends(struct vrdma_context* a, const char* sock_b, int pairs, int
          count[VRDMA_WC_RNR_RETRY_EXC_ERR], count[VRDMA_WC_WR_FLUSH_ERR], other + (total - answered), received, last - t0);
   if (vrdma_recover_qp(qa[0])) return die("recover");
   RECV(qb0, 0);
-  SEND(0);
+  if (post_send_of(qa[0], src, (uint32_t)bytes, 0)) return die("send");
   int recovered = -1;
   for (double until = now_ms() + 5000; recovered < 0 && now_ms() < until;) {
     struct vrdma_wc w;
@@ -1055,7 +1057,6 @@ static int rnr_sends(struct vrdma_context* a, const char* sock_b, int pairs, int
   printf("recovered=%d\n", recovered);
   return 0;
 #undef RECV
-#undef SEND
 }
 
 /* A region deregistered while a pulled SEND from it is in flight to a router that never answers:
@@ -1072,13 +1073,7 @@ static int pinned_dereg(struct vrdma_context* a, const char* sock_b, size_t byte
   char line[16];
   printf("ready\n");
   if (!fgets(line, sizeof line, stdin)) return die("stdin");
-  struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, (uint32_t)bytes, src->lkey};
-  struct vrdma_send_wr wr = {0}, *bad = NULL;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = VRDMA_WR_SEND;
-  wr.send_flags = VRDMA_SEND_SIGNALED;
-  if (vrdma_post_send(qa, &wr, &bad)) return die("send");
+  if (post_send_of(qa, src, (uint32_t)bytes, 0)) return die("send");
   double t0 = now_ms();
   usleep(100000); /* the router has taken it */
   if (vrdma_dereg_mr(src)) return die("dereg");
@@ -1133,16 +1128,8 @@ static int fail_then_sends(struct vrdma_context* a, const char* sock_b, const ch
     wr.compare_add = 1;
   }
   if (vrdma_post_send(qa, &wr, &bad)) return die("failing request");
-  for (int i = 2; i < 5; ++i) {
-    struct vrdma_sge s2 = {(uint64_t)(uintptr_t)src->addr, 64, src->lkey};
-    struct vrdma_send_wr w2 = {0};
-    w2.wr_id = (uint64_t)i;
-    w2.sg_list = &s2;
-    w2.num_sge = 1;
-    w2.opcode = VRDMA_WR_SEND;
-    w2.send_flags = VRDMA_SEND_SIGNALED;
-    if (vrdma_post_send(qa, &w2, &bad)) return die("send");
-  }
+  for (int i = 2; i < 5; ++i)
+    if (post_send_of(qa, src, 64, (uint64_t)i)) return die("send");
   int status[5] = {-1, -1, -1, -1, -1}, got = 0, received = 0;
   for (double until = now_ms() + 8000; got < 5 && now_ms() < until;) {
     struct vrdma_wc w;
@@ -1239,16 +1226,8 @@ static int withdraw_race(struct vrdma_context* a, const char* sock_b, unsigned f
     memset(base, 0, 2 * kSends * (size_t)kSlot);
     char flushed[2 * kSends] = {0};
     if (post_recvs(qb, dst, 0, kSends, kSlot)) return die("recv");
-    for (int i = 0; i < kSends; ++i) {
-      struct vrdma_sge sge = {(uint64_t)(uintptr_t)src->addr, kLen, src->lkey};
-      struct vrdma_send_wr wr = {0}, *bad = NULL;
-      wr.wr_id = (uint64_t)i;
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      wr.opcode = VRDMA_WR_SEND;
-      wr.send_flags = VRDMA_SEND_SIGNALED;
-      if (vrdma_post_send(qa, &wr, &bad)) return die("send");
-    }
+    for (int i = 0; i < kSends; ++i)
+      if (post_send_of(qa, src, kLen, (uint64_t)i)) return die("send");
     usleep((useconds_t)delay_us);
     if (vrdma_withdraw_recvs(qb) || post_recvs(qb, dst, kSends, kSends, kSlot)) return die("withdraw");
     int answered = 0;
