@@ -75,9 +75,6 @@ class VrdmaEp final : public Endpoint {
   }
   Status set_remote(const RemoteRegion& r) override {
     base_ = r.base;
-    send_ = {};
-    send_.sg_list = &send_sge_;
-    send_.num_sge = 1;
     send_.rkey = uint32_t(r.key);
     return {};
   }
@@ -158,8 +155,8 @@ class VrdmaEp final : public Endpoint {
       err_ = fmt::format("vrdma: {} is not an op to post", op_name(w.op));
       return -1;
     }
-    // The fields no op here changes stay as set_remote left them: filling a whole request anew
-    // for each was a tenth of a 64 B WRITE's instructions.
+    // The fields no op here changes (the SGE list, the rkey) stay as they were set once: filling
+    // a whole request anew for each was a tenth of a 64 B WRITE's instructions.
     vrdma_send_wr& s = send_;
     send_sge_ = sge;
     s.wr_id = w.wr_id;
