@@ -1370,6 +1370,34 @@ def test_a_tenants_bulk_ops_across_hosts_leave_room_for_another(linked_routers, 
 
 
 @as_root
+def test_many_tenants_bulk_writes_across_hosts_leave_room_for_another(linked_routers):
+    """24 tenants (one process making each one's connections under its own uid, as a user with
+    subordinate uids can) each keeping a 16 MiB WRITE in flight to another host's router: each
+    stayed within its own 8 MiB share of the links, but together they put 192 MiB in the
+    fabric's one first-come-first-served queue, and another tenant's 64 B WRITE waited behind it
+    (40 tenants: 109-145 ms, probe 17). The router now holds everyone's bytes on the links to
+    16 MiB, past which a tenant with something there waits while its part is over an even
+    share; one with nothing there may always send one piece (1 MiB)."""
+    a, b = linked_routers
+    for r in (a, b):
+        os.chmod(r.sock, 0o777)
+    tenants = 24
+    attack = subprocess.Popen([HOSTILE, a.sock, "tenants-remote", b.sock, "50200", str(tenants), str(16 << 20), "7"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert attack.stdout.readline().startswith(f"tenants={tenants}"), attack.stderr.read()
+        time.sleep(1)
+        result = hostile(a.sock, "remote-ping", b.sock, 4)
+        router = json.loads(run([CTL, "--socket", a.sock, "stats", "--json"], timeout=10).stdout)["router"]
+    finally:
+        out, err = attack.communicate(timeout=60)
+    assert attack.returncode == 0 and "failed=0" in out and int(out.split("ops=")[1].split()[0]) > 0, out + err
+    peak = router["link_bytes_peak"]
+    assert peak <= (16 + tenants + 1) << 20, f"{peak >> 20} MiB on the links at once"
+    assert_served(result, stall_ms=100)
+
+
+@as_root
 def test_sends_abandoned_by_their_qps_leave_room_for_another(linked_routers):
     """A tenant's 256 MiB SENDs to another host, each QP destroyed 30 ms after posting: a SEND's
     payload is pulled by the target's router, the destroyed QP gave its tenant's link share back

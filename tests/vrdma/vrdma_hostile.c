@@ -57,6 +57,12 @@
  *                                          (another host's), each keeping DEPTH WRITEs of BYTES
  *                                          (or fetch-adds) in flight for SECONDS: "pairs=P" once
  *                                          made, then "ops=N"
+ *   vrdma_hostile SOCKET tenants-remote SOCKET_B FIRST_UID TENANTS BYTES SECONDS  (as root) TENANTS
+ *                                          tenants, uids FIRST_UID on (the connections are made
+ *                                          under each uid in turn), each with a QP here connected
+ *                                          to one at SOCKET_B's router keeping a WRITE of BYTES in
+ *                                          flight for SECONDS: "tenants=T" once made, then "ops=N
+ *                                          failed=F"
  *   vrdma_hostile SOCKET abandon-sends SOCKET_B PAIRS BYTES  PAIRS QPs here, each connected to
  *                                          one at SOCKET_B's router with a receive of BYTES posted
  *                                          there; on each in turn a SEND of BYTES, and its QP
@@ -960,6 +966,52 @@ static int wide_remote(struct vrdma_context* a, const char* sock_b, int pairs, s
 #undef POST
 }
 
+/* Many tenants' bulk WRITEs across hosts at once, from one process that makes each tenant's
+ * connections under its uid (a user with subordinate uids can do as much): each tenant within its
+ * own share of the links, all together past any one's. */
+static int tenants_remote(const char* sock_a, const char* sock_b, uid_t first, int tenants, size_t bytes,
+                          double seconds) {
+  const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
+  struct tenant {
+    struct vrdma_cq* cq;
+    struct vrdma_qp* qp;
+    struct vrdma_mr *src, *dst;
+  }* t = calloc((size_t)tenants, sizeof *t);
+  if (!t) return die("calloc");
+  for (int i = 0; i < tenants; ++i) {
+    if (seteuid(first + (uid_t)i)) return die("seteuid");
+    struct vrdma_context *a = vrdma_open(sock_a), *b = a ? vrdma_open(sock_b) : NULL;
+    struct vrdma_pd *pa = b ? vrdma_alloc_pd(a) : NULL, *pb = pa ? vrdma_alloc_pd(b) : NULL;
+    struct vrdma_cq* cb = pb ? vrdma_create_cq(b, 4) : NULL;
+    t[i].cq = cb ? vrdma_create_cq(a, 4) : NULL;
+    t[i].src = t[i].cq ? vrdma_alloc_mr(pa, bytes, rw) : NULL;
+    t[i].dst = t[i].src ? vrdma_alloc_mr(pb, bytes, rw) : NULL;
+    if (!t[i].dst || remote_pair(pa, t[i].cq, pb, cb, 2, &t[i].qp, NULL)) return die("tenant");
+    if (seteuid(0)) return die("seteuid");
+  }
+  printf("tenants=%d\n", tenants);
+  for (int i = 0; i < tenants; ++i)
+    if (post_write(t[i].qp, t[i].src, t[i].dst, (uint32_t)bytes, 0)) return die("post");
+  long ops = 0, failed = 0;
+  double until = now_ms() + seconds * 1000;
+  while (now_ms() < until) {
+    int any = 0;
+    for (int i = 0; i < tenants; ++i) {
+      struct vrdma_wc w;
+      int n = vrdma_poll_cq(t[i].cq, 1, &w);
+      if (n < 0) return die("poll");
+      if (n == 0) continue;
+      any = 1;
+      ++ops;
+      if (w.status != VRDMA_WC_SUCCESS) ++failed;
+      else if (post_write(t[i].qp, t[i].src, t[i].dst, (uint32_t)bytes, 0)) return die("post");
+    }
+    if (!any) usleep(500);
+  }
+  printf("ops=%ld failed=%ld\n", ops, failed);
+  return 0;
+}
+
 /* Large SENDs across hosts whose QPs go right after posting: the target's router pulls such a
  * payload from here, and a destroyed QP gave its tenant's link share back while the pulls went on,
  * so the next SEND started at once beside them. */
@@ -1349,6 +1401,8 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "wide") == 0)
     rc = wide(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20, argc > 5 ? atof(argv[5]) : 1);
+  else if (strcmp(mode, "tenants-remote") == 0 && argc > 7)
+    rc = tenants_remote(argv[1], a1, (uid_t)atol(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10), atof(argv[7]));
   else if (strcmp(mode, "wide-remote") == 0 && argc > 7)
     rc = wide_remote(ctx, a1, atoi(argv[4]), strtoull(argv[5], NULL, 10), atoi(argv[6]), atof(argv[7]),
                      argc > 8 && strcmp(argv[8], "fadd") == 0);

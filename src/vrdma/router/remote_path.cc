@@ -17,15 +17,6 @@ namespace {
 
 constexpr size_t kWindow = 64;                // requests of one QP in flight
 constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the peer's router is gone
-// A tenant's bytes in flight on the links, all its QPs together (one pulled SEND may exceed it,
-// alone: its bytes are pulled in pieces): the fabric's queue to a peer is first come, first
-// served, and one tenant's 4 GiB in it made another's requests wait past kOpBoundNs and fail. At
-// the link's 1-3 GB/s this is a few ms.
-constexpr uint64_t kTenantLinkBytes = 8 << 20;
-// And its requests: 16,384 fetch-adds in flight, far under the bytes, stalled another tenant for
-// seconds (each is a message the peer's router carries out).
-constexpr uint64_t kTenantLinkOps = 256;
-
 // The part [off, off + len) of `local`'s bytes, as pieces; their number.
 size_t slice(std::span<const LocalPiece> local, uint64_t off, uint64_t len, LocalPiece* out) {
   size_t n = 0;
@@ -99,9 +90,8 @@ bool Router::pump_remote(QpEntry& q) {
         if (!q.throttled_since_ns) q.throttled_since_ns = now;
         break;
       }
-      const LinkUse& used = *u.on_links;
-      if (used.bytes >= kTenantLinkBytes || used.ops >= kTenantLinkOps) break;  // its tenant's share is out
-      o.on_link = LinkCharge(u.on_links, 0);
+      if (!room_for_request(*u.on_links, *on_links_, kRmaPiece)) break;  // its share of the links is out
+      o.on_link = LinkCharge(u.on_links, on_links_);
       if (!post_remote(q, me, e, o)) break;  // it waits for a key's answer
       failing = stops && o.done && o.status != VRDMA_WC_SUCCESS;
       charge(u, q, me.tenant, now, o.byte_len);
@@ -163,7 +153,7 @@ int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<cons
 // piece is charged as a whole one, the last included (on_rma knows not which piece completed).
 bool Router::post_pieces(const RemoteQp& r, RemoteOut& o, uint64_t cookie) {
   CutRma& c = *o.cut;
-  while (!c.all_posted() && o.on_link.tenant_bytes() < kTenantLinkBytes) {
+  while (!c.all_posted() && room_for_piece(*o.on_link.tenant(), *on_links_, kRmaPiece)) {
     uint64_t len = std::min(kRmaPiece, c.total - c.posted);
     LocalPiece part[proto::kMaxSge];
     size_t n = slice(c.local, c.posted, len, part);

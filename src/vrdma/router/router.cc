@@ -547,6 +547,9 @@ StatsSnapshot Router::snapshot(const std::string* only) const {
   out.router.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
   out.router.up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   out.router.routed_qps = routed_.size();
+  out.router.link_ops = on_links_->ops;
+  out.router.link_bytes = on_links_->bytes;
+  out.router.link_bytes_peak = on_links_->peak_bytes;
   for (const auto& d : data_) {
     out.router.routed_qps += d->qps.size();
     out.router.data_thread_turns.push_back(d->turns.load());

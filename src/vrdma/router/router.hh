@@ -29,6 +29,7 @@
 #include "vrdma/proto/qp_view.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/router/link_guard.hh"
+#include "vrdma/router/link_use.hh"
 #include "vrdma/router/metrics.hh"
 #include "vrdma/router/stats.hh"
 #include "vrdma/proto/qp_layout.hh"
@@ -99,50 +100,6 @@ struct TokenBuckets {
     ops -= 1;
     bytes -= double(nbytes);
   }
-};
-
-// A QP whose peer is on another host: the link state of its router-path requests.
-// What a tenant has on the links: requests and their bytes.
-struct LinkUse {
-  uint64_t ops = 0, bytes = 0;
-};
-
-// One request's part of its tenant's LinkUse, given back when the request goes (answered,
-// failed, or its QP destroyed).
-class LinkCharge {
- public:
-  LinkCharge() = default;
-  LinkCharge(std::shared_ptr<LinkUse> of, uint64_t bytes) : of_(std::move(of)), bytes_(bytes) {
-    ++of_->ops;
-    of_->bytes += bytes_;
-  }
-  LinkCharge(LinkCharge&& o) noexcept : of_(std::move(o.of_)), bytes_(o.bytes_) {}
-  LinkCharge& operator=(LinkCharge&& o) noexcept {
-    std::swap(of_, o.of_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~LinkCharge() {
-    if (!of_) return;
-    --of_->ops;
-    of_->bytes -= bytes_;
-  }
-  // A request cut in pieces is charged for those in flight only.
-  void grow(uint64_t n) {
-    bytes_ += n;
-    of_->bytes += n;
-  }
-  void shrink(uint64_t n) {
-    n = std::min(n, bytes_);
-    bytes_ -= n;
-    of_->bytes -= n;
-  }
-  uint64_t tenant_bytes() const { return of_ ? of_->bytes : 0; }
-  uint64_t bytes() const { return bytes_; }
-
- private:
-  std::shared_ptr<LinkUse> of_;
-  uint64_t bytes_ = 0;
 };
 
 // A WRITE or READ longer than a piece goes as pieces, posted in turns while its tenant's share of
@@ -296,9 +253,8 @@ struct TenantUsage {
   // against max_reg_bytes too, or 1,024 QPs of 64 MiB each are memory no limit sees.
   uint64_t ring_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
-  // Its requests in flight to other hosts' routers, and their bytes (the control thread's): past
-  // kTenantLinkOps or kTenantLinkBytes its QPs wait, so one tenant cannot fill the link every
-  // tenant shares.
+  // Its requests in flight to other hosts' routers, and their bytes (the control thread's): its
+  // QPs wait past its share (link_use.hh), so no tenant fills the link every tenant shares.
   std::shared_ptr<LinkUse> on_links = std::make_shared<LinkUse>();
   // QP and SRQ numbers are never issued twice, so making them is paced: a tenant makes up to
   // kQpBurst at once, then kQpRate a second (and all tenants together as QpNumbers paces them).
@@ -554,6 +510,7 @@ class Router final : private LinkSink {
   std::deque<Released> released_;
   std::map<uint32_t, Session> sessions_;
   std::map<std::string, TenantUsage> usage_;
+  std::shared_ptr<LinkUse> on_links_ = std::make_shared<LinkUse>();  // every tenant's together
   HostShare host_share_ = HostShare::of_this_process();  // read after vrdmad raised its limits
   // Whether the tenant of `u` may take `more` of the router's mappings and descriptors.
   bool host_allows(const TenantUsage& u, const HostCost& more, std::string* why) const;

@@ -17,11 +17,13 @@ std::string link_line(const LinkFigures& l) {
 std::string router_line(const RouterFigures& r) {
   std::string turns;
   for (uint64_t t : r.data_thread_turns) turns += fmt::format("{}{}", turns.empty() ? "" : ",", t);
-  return fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs, {}\n", r.cpu_s,
-                     r.up_s, r.up_s > 0 ? 100.0 * r.cpu_s / r.up_s : 0.0, r.routed_qps,
+  return fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs, {}\n"
+                     "router: in flight to other hosts {} requests, {} bytes (at most {} at once)\n",
+                     r.cpu_s, r.up_s, r.up_s > 0 ? 100.0 * r.cpu_s / r.up_s : 0.0, r.routed_qps,
                      r.data_thread_turns.empty()
                          ? std::string("moved by the control thread")
-                         : fmt::format("{} data threads (busy turns {})", r.data_thread_turns.size(), turns));
+                         : fmt::format("{} data threads (busy turns {})", r.data_thread_turns.size(), turns),
+                     r.link_ops, r.link_bytes, r.link_bytes_peak);
 }
 
 nlohmann::json tenant_json(const TenantFigures& t) {
@@ -99,6 +101,12 @@ void router_families(std::string& out, const StatsSnapshot& s) {
          [&](int) { return fmt::format("{:.3f}", s.router.up_s); });
   family(out, "vrdma_router_routed_qps", "gauge", "QPs whose bytes the router moves.", one, none,
          [&](int) { return s.router.routed_qps; });
+  family(out, "vrdma_router_link_requests", "gauge", "Requests in flight to other hosts' routers.", one, none,
+         [&](int) { return s.router.link_ops; });
+  family(out, "vrdma_router_link_bytes", "gauge", "Bytes in flight to other hosts' routers.", one, none,
+         [&](int) { return s.router.link_bytes; });
+  family(out, "vrdma_router_link_bytes_peak", "gauge", "The most bytes in flight to other hosts' routers at once.", one,
+         none, [&](int) { return s.router.link_bytes_peak; });
 }
 
 }  // namespace
@@ -124,13 +132,13 @@ std::string stats_table(const StatsSnapshot& s, size_t room) {
   if (!s.admin) return out;  // the links and the router's own figures are the operator's
   std::string links;
   for (const auto& l : s.links) links += link_line(l);
-  out += out.size() + links.size() + 160 <= room ? links : fmt::format("({} links: too many to show)\n", s.links.size());
+  out += out.size() + links.size() + 240 <= room ? links : fmt::format("({} links: too many to show)\n", s.links.size());
   return out + router_line(s.router);
 }
 
 std::string stats_json(const StatsSnapshot& s, size_t room) {
   nlohmann::json out = {{"tenants", nlohmann::json::array()}};
-  size_t used = 160, left_out = 0;  // room kept for the rest of the object
+  size_t used = 240, left_out = 0;  // room kept for the rest of the object
   for (const auto& t : s.tenants) {
     nlohmann::json row = tenant_json(t);
     size_t n = row.dump().size() + 1;
@@ -141,10 +149,11 @@ std::string stats_json(const StatsSnapshot& s, size_t room) {
   if (s.admin) {
     nlohmann::json links = nlohmann::json::array();
     for (const auto& l : s.links) links.push_back(link_json(l));
-    if (used + links.dump().size() + 200 <= room) out["links"] = std::move(links);
+    if (used + links.dump().size() + 280 <= room) out["links"] = std::move(links);
     else out["more_links"] = s.links.size();
     out["router"] = {{"cpu_s", s.router.cpu_s}, {"up_s", s.router.up_s}, {"routed_qps", s.router.routed_qps},
-                     {"data_thread_turns", s.router.data_thread_turns}};
+                     {"data_thread_turns", s.router.data_thread_turns}, {"link_ops", s.router.link_ops},
+                     {"link_bytes", s.router.link_bytes}, {"link_bytes_peak", s.router.link_bytes_peak}};
   }
   return out.dump();
 }

@@ -28,6 +28,9 @@ struct LinkFigures {
 struct RouterFigures {
   double cpu_s = 0, up_s = 0;
   uint64_t routed_qps = 0;
+  // On the links to other hosts' routers now, and the most at once since it started: requests
+  // and bytes, every tenant's together (link_use.hh bounds them).
+  uint64_t link_ops = 0, link_bytes = 0, link_bytes_peak = 0;
   std::vector<uint64_t> data_thread_turns;  // busy turns per data thread; empty: the control thread moves bytes
 };
 
