@@ -17,6 +17,10 @@ namespace {
 
 constexpr size_t kWindow = 64;                // requests of one QP in flight
 constexpr int64_t kOpBoundNs = 3'000'000'000;  // no answer in this long: the peer's router is gone
+// Of a payload the peer's router pulls, what it has on the link at once: what such a request is
+// charged on the links (charged whole, one tenant's 2 GiB SEND kept every other tenant to one
+// request there until it was pulled).
+constexpr uint64_t kMayStillPull = uint64_t(kPullsInFlight) * kRmaPiece;
 // The part [off, off + len) of `local`'s bytes, as pieces; their number.
 size_t slice(std::span<const LocalPiece> local, uint64_t off, uint64_t len, LocalPiece* out) {
   size_t n = 0;
@@ -96,7 +100,7 @@ bool Router::pump_remote(QpEntry& q) {
       failing = stops && o.done && o.status != VRDMA_WC_SUCCESS;
       charge(u, q, me.tenant, now, o.byte_len);
       if (o.done) o.on_link = {};
-      else if (!o.cut) o.on_link.grow(o.byte_len);
+      else if (!o.cut) o.on_link.grow(o.pulls.empty() ? o.byte_len : std::min<uint64_t>(o.byte_len, kMayStillPull));
     }
     ++r.next_seq;
     q.view->sends.pop(e);
@@ -267,7 +271,6 @@ void Router::keep_pulls_a_while(RemoteOut& o) {
   keep.pulls = std::move(o.pulls);
   keep.pins = std::move(o.pins);
   keep.on_link = std::move(o.on_link);
-  constexpr uint64_t kMayStillPull = uint64_t(kPullsInFlight) * kRmaPiece;
   if (keep.on_link.bytes() > kMayStillPull) keep.on_link.shrink(keep.on_link.bytes() - kMayStillPull);
   released_.push_back(std::move(keep));
 }
