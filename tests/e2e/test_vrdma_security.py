@@ -1692,6 +1692,44 @@ def test_silent_scrapers_stall_no_one_and_the_endpoint_recovers(router):
     assert "vrdma_tenant_clients" in scrape(port)
 
 
+HOLD_SCRAPES = ("import select, socket, sys, time\n"
+                "port, n, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])\n"
+                "held, end = [], time.time() + seconds\n"
+                "print('holding', flush=True)\n"
+                "while time.time() < end:\n"
+                "    while len(held) < n:\n"
+                "        try:\n"
+                "            held.append(socket.create_connection(('127.0.0.1', port), timeout=0.2))\n"
+                "        except OSError:\n"
+                "            break\n"
+                "    for s in select.select(held, [], [], 0.02)[0]:\n"
+                "        held.remove(s)\n"
+                "        s.close()\n")
+
+
+@as_root
+def test_one_uid_holding_connections_does_not_keep_others_from_scraping(router):
+    """The metrics thread served one connection at a time, each for up to 1 s: one uid keeping 32
+    silent connections open (opening another as each was shut) filled the listen queue, and root's
+    scrape waited past its 5 s timeout (probe 17). Now every connection is served as far as it can
+    go, one uid has at most 4 open, and the endpoint 64 in all."""
+    r, port = metrics_router(router)
+    hold = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/usr/bin/python3",
+                             "-c", HOLD_SCRAPES, str(port), "32", "8"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert hold.stdout.readline().strip() == "holding"
+        time.sleep(1)
+        worst = 0.0
+        for _ in range(4):
+            t0 = time.monotonic()
+            assert "vrdma_tenant_clients" in scrape(port)
+            worst = max(worst, time.monotonic() - t0)
+    finally:
+        hold.kill()
+        hold.wait()
+    assert worst < 1.5, f"a scrape took {worst:.1f} s"
+
+
 def test_metrics_flag_mistakes_are_one_line(world):
     for value, needle in (("abc", "--metrics abc: give [HOST:]PORT"), ("1.2.3:99999", "--metrics 1.2.3:99999"),
                           ("nohost:9478", "--metrics nohost: give a numeric address")):

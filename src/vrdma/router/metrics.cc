@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -17,44 +18,36 @@
 namespace rb::vrdma {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr int kDeadlineMs = 1000;     // a connection's whole life: request in, answer out
 constexpr size_t kMaxRequest = 4096;  // a scrape's request line and headers
-
-// Writes all of `text` before the deadline, or gives up.
-void send_all(int fd, const std::string& text, std::chrono::steady_clock::time_point until) {
-  size_t done = 0;
-  while (done < text.size()) {
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count());
-    pollfd p{fd, POLLOUT, 0};
-    if (left <= 0 || poll(&p, 1, left) <= 0) return;
-    ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n <= 0 && errno != EAGAIN) return;
-    if (n > 0) done += size_t(n);
-  }
-}
-
-// The request's head, read before the deadline; empty when it did not come whole.
-std::string read_head(int fd, std::chrono::steady_clock::time_point until) {
-  std::string head;
-  char buf[1024];
-  while (head.find("\r\n\r\n") == std::string::npos && head.size() < kMaxRequest) {
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count());
-    pollfd p{fd, POLLIN, 0};
-    if (left <= 0 || poll(&p, 1, left) <= 0) return "";
-    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && errno == EAGAIN) continue;  // woken for nothing: wait again, within the deadline
-    if (n <= 0) return "";
-    head.append(buf, size_t(n));
-  }
-  return head;
-}
+// Connections at once: from one uid of this host (or one address of another host), and in all.
+// One uid holding connections open once held the endpoint from every other scraper.
+constexpr size_t kPerPeer = 4, kMaxScrapes = 64;
 
 std::string http(const char* status, const std::string& type, const std::string& body) {
   return fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status, type,
                      body.size(), body);
 }
 
+int ms_until(Clock::time_point t) {
+  return int(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count() + 1));
+}
+
 }  // namespace
+
+// One scraper's connection: its request read, then its answer written, within its deadline.
+struct MetricsServer::Scrape {
+  UniqueFd fd;
+  Clock::time_point until;
+  uint64_t order = 0;  // when it came, among the others
+  std::string who;     // whom it counts against: its uid, or its address off this host
+  MetricsAsk ask;
+  std::string in, out;
+  size_t sent = 0;
+  bool answered = false;
+};
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& host, uint16_t port) {
   std::unique_ptr<MetricsServer> m(new MetricsServer());
@@ -69,7 +62,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& ho
   } else {
     return Status(Errc::invalid_argument, fmt::format("--metrics {}: give a numeric address, e.g. 127.0.0.1:9478", host));
   }
-  m->listen_.reset(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  m->listen_.reset(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));  // accepts what waits, no more
   int one = 1;
   setsockopt(m->listen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (!m->listen_ || bind(m->listen_.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(m->listen_.get(), 16) != 0)
@@ -97,33 +90,98 @@ MetricsServer::~MetricsServer() {
   }
 }
 
+// One thread serves every connection, each as far as it can go without waiting, so a silent
+// or slow scraper holds a slot for at most its deadline and never the others.
 void MetricsServer::serve() {
+  std::vector<std::unique_ptr<Scrape>> open;
+  std::vector<pollfd> p;
   while (true) {
-    pollfd p[2] = {{listen_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR) return;
+    p.assign({{listen_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}});
+    Clock::time_point soonest = Clock::now() + std::chrono::milliseconds(kDeadlineMs);
+    for (const auto& c : open) {
+      p.push_back({c->fd.get(), short(c->answered ? POLLOUT : POLLIN), 0});
+      soonest = std::min(soonest, c->until);
+    }
+    if (poll(p.data(), p.size(), ms_until(soonest)) < 0 && errno != EINTR) return;
     if (p[1].revents) return;
-    if (!(p[0].revents & POLLIN)) continue;
-    UniqueFd c(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (c) serve_one(c.get());
+    for (size_t i = 0; i < open.size(); ++i)
+      if (p[i + 2].revents) go_on(*open[i]);
+    auto now = Clock::now();
+    std::erase_if(open, [&](const auto& c) { return !c->fd || now >= c->until; });
+    if (p[0].revents & POLLIN) take_newcomers(open);
   }
 }
 
-void MetricsServer::serve_one(int fd) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDeadlineMs);
-  std::string head = read_head(fd, until);
-  if (head.empty()) return;
-  if (head.rfind("GET /metrics ", 0) != 0 && head.rfind("GET / ", 0) != 0)
-    return send_all(fd, http("404 Not Found", "text/plain", "vrdmad serves GET /metrics\n"), until);
+// Accepts what waits, each within its peer's share of the connections.
+void MetricsServer::take_newcomers(std::vector<std::unique_ptr<Scrape>>& open) {
+  for (int i = 0; i < 16; ++i) {
+    UniqueFd fd(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd) return;
+    auto c = std::make_unique<Scrape>();
+    c->fd = std::move(fd);
+    c->until = Clock::now() + std::chrono::milliseconds(kDeadlineMs);
+    c->order = ++arrivals_;
+    identify(*c);
+    auto of = [&](const std::string& who) {
+      return size_t(std::count_if(open.begin(), open.end(), [&](const auto& o) { return o->who == who; }));
+    };
+    if (of(c->who) >= kPerPeer) continue;  // closed: its peer has its share open
+    if (open.size() >= kMaxScrapes) {      // the oldest of whoever holds the most makes room
+      auto most = std::max_element(open.begin(), open.end(), [&](const auto& a, const auto& b) {
+        size_t na = of(a->who), nb = of(b->who);
+        return na != nb ? na < nb : a->order > b->order;
+      });
+      open.erase(most);
+    }
+    open.push_back(std::move(c));
+  }
+}
+
+// Who asks: a uid of this host, a socket of this host not found, or another host.
+void MetricsServer::identify(Scrape& c) {
   sockaddr_storage peer{}, self{};
   socklen_t pl = sizeof peer, sl = sizeof self;
-  getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&self), &sl);
-  MetricsAsk ask;
-  if (auto uid = local_peer_uid(peer, self)) ask = {true, *uid};
-  else if (from_this_host(peer, self)) ask.unknown = true;
-  auto body = body_for(ask);
-  if (!body) return send_all(fd, http("503 Service Unavailable", "text/plain", "the router did not answer in time\n"), until);
-  send_all(fd, http("200 OK", "text/plain; version=0.0.4; charset=utf-8", *body), until);
+  getpeername(c.fd.get(), reinterpret_cast<sockaddr*>(&peer), &pl);
+  getsockname(c.fd.get(), reinterpret_cast<sockaddr*>(&self), &sl);
+  if (auto uid = local_peer_uid(peer, self)) {
+    c.ask = {true, *uid};
+    c.who = fmt::format("uid {}", *uid);
+  } else if (from_this_host(peer, self)) {
+    c.ask.unknown = true;
+    c.who = "this host";
+  } else {
+    c.who = proc_net_text(peer);
+    c.who.resize(c.who.find(':'));  // the address, whatever the port
+  }
+}
+
+// Reads what has come of the request, answers it once whole, writes what the socket takes.
+void MetricsServer::go_on(Scrape& c) {
+  if (!c.answered) {
+    char buf[1024];
+    ssize_t n = recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) return c.fd.reset();
+    c.in.append(buf, size_t(n));
+    if (c.in.find("\r\n\r\n") == std::string::npos) {
+      if (c.in.size() >= kMaxRequest) c.fd.reset();
+      return;
+    }
+    c.out = answer_to(c);
+    c.answered = true;
+  }
+  ssize_t n = send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0 && errno == EAGAIN) return;
+  if (n > 0) c.sent += size_t(n);
+  if (n <= 0 || c.sent == c.out.size()) c.fd.reset();
+}
+
+std::string MetricsServer::answer_to(const Scrape& c) {
+  if (c.in.rfind("GET /metrics ", 0) != 0 && c.in.rfind("GET / ", 0) != 0)
+    return http("404 Not Found", "text/plain", "vrdmad serves GET /metrics\n");
+  auto body = body_for(c.ask);
+  if (!body) return http("503 Service Unavailable", "text/plain", "the router did not answer in time\n");
+  return http("200 OK", "text/plain; version=0.0.4; charset=utf-8", *body);
 }
 
 std::optional<std::string> MetricsServer::body_for(const MetricsAsk& ask) {

@@ -1,8 +1,10 @@
 #pragma once
 // vrdmad --metrics: the router's figures in Prometheus' text format over HTTP, for a scraper.
-// It is served on a thread of its own, one connection at a time with a 1 s deadline for each, so
-// a slow or hostile scraper costs the router nothing; the thread asks the control loop for the
-// text through an eventfd and never reads the router's tables itself.
+// It is served on a thread of its own, every connection as far as it can go without waiting,
+// each within a 1 s deadline, at most 4 at once from one uid (or one address of another host) and
+// 64 in all (the oldest of whoever holds the most makes room), so a slow or hostile scraper costs
+// the router nothing and other scrapers no more than a share; the thread asks the control loop
+// for the text through an eventfd and never reads the router's tables itself.
 //
 // Who sees what is as for `vrdmactl stats`: a connection from this host is known by the uid that
 // /proc/net/tcp gives its socket; a tenant sees its own series, root and admin_uids every tenant's,
@@ -16,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/status.hh"
 #include "core/unique_fd.hh"
@@ -41,8 +44,12 @@ class MetricsServer {
 
  private:
   MetricsServer() = default;
+  struct Scrape;
   void serve();
-  void serve_one(int fd);
+  void take_newcomers(std::vector<std::unique_ptr<Scrape>>& open);
+  static void identify(Scrape& c);
+  void go_on(Scrape& c);
+  std::string answer_to(const Scrape& c);
   std::optional<std::string> body_for(const MetricsAsk& ask);
 
   UniqueFd listen_, wake_, stop_;
@@ -51,6 +58,7 @@ class MetricsServer {
   std::condition_variable answered_;
   std::optional<MetricsAsk> pending_;
   std::optional<std::string> answer_;
+  uint64_t arrivals_ = 0;  // the serving thread's
   std::thread thread_;
 };
 
