@@ -1637,6 +1637,7 @@ def test_metrics_are_prometheus_text_and_each_uid_sees_what_it_may(router, world
         assert "# TYPE vrdma_tenant_registered_bytes gauge" in everything
         assert 'vrdma_tenant_registered_bytes{tenant="t0"} 65536' in everything, everything
         assert "vrdma_router_cpu_seconds_total " in everything and "# TYPE vrdma_tenant_requests_total counter" in everything
+        assert "vrdma_router_link_bytes 0" in everything and "vrdma_router_link_bytes_peak 0" in everything, everything
         mine = scrape(port, user=NOBODY)
         assert 'tenant="tn"' in mine and 'tenant="t0"' not in mine and "vrdma_router_" not in mine, mine
         assert 'tenant="t0"' in scrape(port, user=admin)
