@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -32,6 +33,21 @@ proto::RouterAddress at(uint8_t last) {
 const proto::RouterAddress kB = at(2), kC = at(3);
 
 std::vector<uint8_t> message(const char* text) { return std::vector<uint8_t>(text, text + std::strlen(text)); }
+
+TEST(VrdmaLinkAuth, AKeyedMacIsHmacSha256) {
+  // RFC 4231, test case 1: a key of 20 bytes 0x0b (HMAC pads it with zeros, as a LinkKey32 does).
+  LinkKey32 k{};
+  std::fill_n(k.begin(), 20, uint8_t(0x0b));
+  const char* hi = "Hi There";
+  std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(hi), 8);
+  LinkKey32 want = {0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53, 0x5c, 0xa8, 0xaf, 0xce, 0xaf, 0x0b, 0xf1, 0x2b,
+                    0x88, 0x1d, 0xc2, 0x00, 0xc9, 0x83, 0x3d, 0xa7, 0x26, 0xe9, 0x37, 0x6c, 0x2e, 0x32, 0xcf, 0xf7};
+  KeyedMac mac(k);
+  EXPECT_EQ(mac.of({data}), want);
+  EXPECT_EQ(mac.of({data.first(3), data.subspan(3)}), want);  // in parts, and again with the same state
+  EXPECT_EQ(hmac_sha256(k, data), want);
+  EXPECT_NE(KeyedMac(key(1)).of({data}), want);
+}
 
 TEST(VrdmaLinkAuth, ASealedMessageOpensOnceAndWhole) {
   LinkAuth a({key(1)}), b({key(1)});

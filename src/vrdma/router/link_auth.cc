@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,12 +18,8 @@ namespace {
 
 // The MAC of `covered` for the router at `to`: the recipient's address is covered without being
 // sent, so the message verifies only where it was meant to go.
-void mac_of(const LinkKey32& key, std::span<const uint8_t> covered, const proto::RouterAddress& to, uint8_t out[32]) {
-  std::vector<uint8_t> all(covered.begin(), covered.end());
-  const auto* t = reinterpret_cast<const uint8_t*>(&to);
-  all.insert(all.end(), t, t + sizeof to);
-  unsigned len = 32;
-  HMAC(EVP_sha256(), key.data(), int(key.size()), all.data(), all.size(), out, &len);
+LinkKey32 mac_of(KeyedMac& key, std::span<const uint8_t> covered, const proto::RouterAddress& to) {
+  return key.of({covered, {reinterpret_cast<const uint8_t*>(&to), sizeof to}});
 }
 
 std::optional<LinkKey32> parse_hex_key(const std::string& line) {
@@ -47,6 +45,38 @@ LinkKey32 hmac_sha256(std::span<const uint8_t> key, std::span<const uint8_t> dat
   unsigned len = 32;
   HMAC(EVP_sha256(), key.data(), int(key.size()), data.data(), data.size(), out.data(), &len);
   return out;
+}
+
+void KeyedMac::Free::operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+
+KeyedMac::KeyedMac(const LinkKey32& key)
+    : inner_(EVP_MD_CTX_new()), outer_(EVP_MD_CTX_new()), work_(EVP_MD_CTX_new()) {
+  constexpr size_t kBlock = 64;  // SHA-256's; the key (32 B) is padded to it with zeros
+  uint8_t pad[kBlock];
+  for (auto [ctx, fill] : {std::pair{inner_.get(), uint8_t(0x36)}, std::pair{outer_.get(), uint8_t(0x5c)}}) {
+    std::memset(pad, fill, sizeof pad);
+    for (size_t i = 0; i < key.size(); ++i) pad[i] ^= key[i];
+    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) || !EVP_DigestUpdate(ctx, pad, sizeof pad)) throw std::bad_alloc();
+  }
+  OPENSSL_cleanse(pad, sizeof pad);
+  if (!work_) throw std::bad_alloc();
+}
+
+LinkKey32 KeyedMac::of(std::initializer_list<std::span<const uint8_t>> parts) {
+  LinkKey32 inner{}, out{};
+  EVP_MD_CTX_copy_ex(work_.get(), inner_.get());
+  for (auto p : parts) EVP_DigestUpdate(work_.get(), p.data(), p.size());
+  EVP_DigestFinal_ex(work_.get(), inner.data(), nullptr);
+  EVP_MD_CTX_copy_ex(work_.get(), outer_.get());
+  EVP_DigestUpdate(work_.get(), inner.data(), inner.size());
+  EVP_DigestFinal_ex(work_.get(), out.data(), nullptr);
+  return out;
+}
+
+void LinkAuth::set_keys(std::vector<LinkKey32> keys) {
+  keys_ = std::move(keys);
+  macs_.clear();
+  for (const LinkKey32& k : keys_) macs_.emplace_back(k);
 }
 
 Result<std::vector<LinkKey32>> load_link_keys(const std::string& path) {
@@ -86,10 +116,9 @@ void LinkAuth::seal(std::vector<uint8_t>& message, const proto::RouterAddress& t
   size_t at = message.size();
   message.resize(at + sizeof t);
   std::memcpy(message.data() + at, &t, sizeof t);
-  if (keys_.empty()) return;
-  uint8_t mac[32];
-  mac_of(keys_.front(), {message.data(), message.size() - sizeof t.mac}, to, mac);
-  std::memcpy(message.data() + message.size() - sizeof t.mac, mac, sizeof mac);
+  if (macs_.empty()) return;
+  LinkKey32 mac = mac_of(macs_.front(), {message.data(), message.size() - sizeof t.mac}, to);
+  std::memcpy(message.data() + message.size() - sizeof t.mac, mac.data(), mac.size());
 }
 
 bool LinkAuth::fresh(Window& w, uint64_t seq) {
@@ -116,10 +145,9 @@ std::optional<std::span<const uint8_t>> LinkAuth::open(std::span<const uint8_t> 
   std::memcpy(&t, packet.data() + packet.size() - sizeof t, sizeof t);
   if (!keys_.empty()) {
     bool ok = false;
-    uint8_t mac[32];
-    for (const LinkKey32& k : keys_) {
-      mac_of(k, packet.first(packet.size() - sizeof t.mac), self, mac);
-      ok = ok || CRYPTO_memcmp(mac, t.mac, sizeof mac) == 0;
+    for (KeyedMac& k : macs_) {
+      LinkKey32 mac = mac_of(k, packet.first(packet.size() - sizeof t.mac), self);
+      ok = ok || CRYPTO_memcmp(mac.data(), t.mac, mac.size()) == 0;
     }
     if (!ok) {
       *why = "its MAC does not verify under the cluster's key for this router (a stranger, another cluster's key, or "

@@ -14,9 +14,13 @@
 // one; the first line signs, every line verifies, so a key is rotated without a flag day: add
 // the new key as a second line everywhere (SIGHUP reloads), then make it the first everywhere,
 // then drop the old one. The file must be readable by its owner alone.
+#include <openssl/types.h>
+
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,6 +48,22 @@ constexpr int64_t kLinkSkewNs = 30'000'000'000;  // clocks of linked hosts agree
 // HMAC-SHA256 of `data` under `key`.
 LinkKey32 hmac_sha256(std::span<const uint8_t> key, std::span<const uint8_t> data);
 
+// HMAC-SHA256 under one key, the padded key hashed once: a MAC then costs two hash continuations
+// (0.24 us here), where the one-shot HMAC() looked the algorithm up and set its contexts up each
+// time (1.2 us), and every link message is sealed once and opened once on its way.
+class KeyedMac {
+ public:
+  explicit KeyedMac(const LinkKey32& key);
+  // The MAC of `parts` one after another.
+  LinkKey32 of(std::initializer_list<std::span<const uint8_t>> parts);
+
+ private:
+  struct Free {
+    void operator()(EVP_MD_CTX* c) const;
+  };
+  std::unique_ptr<EVP_MD_CTX, Free> inner_, outer_, work_;
+};
+
 // The keys of a key file; an error names the file, the line and the fix.
 Result<std::vector<LinkKey32>> load_link_keys(const std::string& path);
 
@@ -51,11 +71,12 @@ class LinkAuth {
  public:
   // No keys: messages carry the trailer unsigned, and any MAC is taken (--insecure-link).
   // `started_ns`: when this router started (CLOCK_REALTIME; tests give it).
-  explicit LinkAuth(std::vector<LinkKey32> keys = {}, int64_t started_ns = wall_ns())
-      : keys_(std::move(keys)), started_ns_(started_ns) {}
+  explicit LinkAuth(std::vector<LinkKey32> keys = {}, int64_t started_ns = wall_ns()) : started_ns_(started_ns) {
+    set_keys(std::move(keys));
+  }
   bool authenticated() const { return !keys_.empty(); }
   const std::vector<LinkKey32>& keys() const { return keys_; }
-  void set_keys(std::vector<LinkKey32> keys) { keys_ = std::move(keys); }
+  void set_keys(std::vector<LinkKey32> keys);
 
   // Appends the trailer to `message` for the router at `to`, stamped now (or at `sent_ns`,
   // CLOCK_REALTIME).
@@ -76,6 +97,7 @@ class LinkAuth {
   };
   bool fresh(Window& w, uint64_t seq);
   std::vector<LinkKey32> keys_;
+  std::vector<KeyedMac> macs_;  // one for each key, in order
   uint64_t next_seq_ = 1;
   // A message stamped before this router started was for its last life: a replay (a restarted
   // router's windows start empty). No slack: what is left open is the clocks' disagreement (a
