@@ -7,7 +7,7 @@
 // for the text through an eventfd and never reads the router's tables itself.
 //
 // Who sees what is as for `vrdmactl stats`: a connection from this host is known by the uid that
-// /proc/net/tcp gives its socket; a tenant sees its own series, root and admin_uids every tenant's,
+// the kernel gives its socket (local_peer_uid); a tenant sees its own series, root and admin_uids every tenant's,
 // the links' and the router's, and a uid in no tenant nothing. A connection from another host
 // (possible only when the operator binds the endpoint off loopback) sees everything.
 #include <condition_variable>

@@ -27,7 +27,8 @@ class TcpOwners {
 };
 
 // The uid owning the TCP socket of this host that is connected from `peer` to `self` (both as
-// accept and getsockname give them); none when no local socket is.
+// accept and getsockname give them), asked of the kernel for that socket alone (sock_diag);
+// none when no local socket is.
 std::optional<uint32_t> local_peer_uid(const sockaddr_storage& peer, const sockaddr_storage& self);
 
 // Whether `peer` is of this host: a loopback address, or the address it reached us at. Such a
