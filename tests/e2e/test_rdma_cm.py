@@ -5,6 +5,7 @@ between the two programs; every byte of RDMA goes through the routers, checked w
 programs offer it (rping -V validates each ping)."""
 import shutil
 import socket
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -127,6 +128,85 @@ def test_silent_connections_to_a_listener_hold_a_bounded_number_of_descriptors(o
     assert held <= 16, f"200 silent connections hold {held} of the listener's descriptors"
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert srv.returncode == 0, out
+
+
+CM_MESSAGE = 312  # rdmacm/wire.hh: sizeof(Message)
+
+CAPTURE = ("import socket, sys\n"
+           "l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+           "l.bind(('127.0.0.1', int(sys.argv[1]))); l.listen(1); l.settimeout(30)\n"
+           "print('listening', flush=True)\n"
+           "c, _ = l.accept(); c.settimeout(10); got = b''\n"
+           "while len(got) < int(sys.argv[2]) and (b := c.recv(4096)):\n"
+           "    got += b\n"
+           "sys.stdout.buffer.write(got)\n")
+
+# The wire: every TCP payload to a port on loopback, as a host on the path sees it (root only).
+SNIFF = ("import socket, struct, sys, time\n"
+         "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)); s.bind(('lo', 0)); s.settimeout(0.5)\n"
+         "port, want, end = int(sys.argv[1]), int(sys.argv[2]), time.time() + 20\n"
+         "print('sniffing', flush=True)\n"
+         "while time.time() < end:\n"
+         "    try:\n"
+         "        f, meta = s.recvfrom(65536)\n"
+         "    except socket.timeout:\n"
+         "        continue\n"
+         "    if meta[2] == socket.PACKET_OUTGOING or f[12:14] != b'\\x08\\x00' or f[23] != 6:\n"
+         "        continue\n"
+         "    ip = 14 + (f[14] & 15) * 4\n"
+         "    if struct.unpack_from('!H', f, ip + 2)[0] != port:\n"
+         "        continue\n"
+         "    data = f[ip + (f[ip + 12] >> 4) * 4:]\n"
+         "    if len(data) >= want and data[:4] == b'VRCM':\n"
+         "        sys.stdout.buffer.write(data[:want]); break\n")
+
+
+def send_as_nobody(port, message):
+    code = ("import socket, sys\n"
+            "s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read())\n"
+            "s.settimeout(3)\n"
+            "try:\n    s.recv(4096)\nexcept OSError:\n    pass\n")
+    # Refused once the listener has gone: what the tenant's client then finds says more.
+    subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", code,
+                    str(port)], input=message, capture_output=True, timeout=30)
+
+
+def test_a_connection_request_caught_on_its_way_is_neither_relayed_nor_replayed(one_host, free_port):
+    """A REQ carries its tenant's MAC, but nothing in it said where or when it was for: uid nobody
+    listening on a port a tenant's client dialed took the REQ and sent it on to the tenant's real
+    listener, and one seen on the wire was sent again later; either reached the program as a
+    CONNECT_REQUEST for a QP long gone, rping's server failed in rdma_accept and exited, and the
+    real client was refused (probe 18). A REQ now names the address dialed and when it was sent,
+    under its MAC, and a listener takes it only if made for its address, sent since it began
+    listening and within 30 s, and never taken before."""
+    h = one_host["server"]
+    port = free_port
+    with socket.socket() as s:  # where the tenant's client dials and uid nobody listens
+        s.bind(("127.0.0.1", 0))
+        decoy = s.getsockname()[1]
+    catcher = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                                CAPTURE, str(decoy), str(CM_MESSAGE)], stdout=subprocess.PIPE)
+    assert catcher.stdout.readline() == b"listening\n"
+    run(h.argv(["rping", "-c", "-a", "127.0.0.1", "-p", str(decoy), "-C", "1"]), timeout=CMD_TIMEOUT)
+    caught = catcher.communicate(timeout=30)[0]
+    assert len(caught) == CM_MESSAGE, caught
+    sniffer = subprocess.Popen(["/usr/bin/python3", "-c", SNIFF, str(port), str(CM_MESSAGE)], stdout=subprocess.PIPE)
+    assert sniffer.stdout.readline() == b"sniffing\n"
+    argv = ["rping", "-p", str(port), "-C", "5", "-V", "-a", "127.0.0.1"]
+    with serving(h, [*argv, "-s"]) as srv:
+        first = run(h.argv([*argv, "-c"]), timeout=CMD_TIMEOUT)
+        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+    seen = sniffer.communicate(timeout=30)[0]
+    assert first.returncode == 0 and srv.returncode == 0, first.stdout + first.stderr + out
+    assert len(seen) == CM_MESSAGE, seen
+    with serving(h, [*argv, "-s"]) as srv:  # the listener again, as a server that serves again
+        send_as_nobody(port, caught)  # relayed from where the client dialed
+        send_as_nobody(port, seen)    # replayed, as sent to this address before
+        time.sleep(0.5)
+        again = run(h.argv([*argv, "-c"]), timeout=CMD_TIMEOUT)
+        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+    assert again.returncode == 0, again.stdout + again.stderr + out
+    assert srv.returncode == 0 and "rdma_accept" not in out, out
 
 
 @pytest.mark.parametrize("ep", ["msg", "rdm"])

@@ -75,6 +75,7 @@ RDMACM_EXPORT int rdma_listen(rdma_cm_id* cm_id, int backlog) {
     if (rdma_bind_addr(cm_id, reinterpret_cast<sockaddr*>(&any)) != 0) return -1;
   }
   if (id.state != State::bound) return fail(EINVAL);
+  id.listening_since_ns = wall_ns();  // before listen(): every REQ that can come is stamped later
   if (listen(id.sock.get(), backlog > 0 ? backlog : 128) != 0) return -1;
   id.backlog = backlog;
   id.state = State::listening;
@@ -89,9 +90,6 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
   id.psn = random_psn();
   Message req;
   if (fill(id, req, Kind::req, param, kReqPrivate) != 0) return -1;
-  fresh_nonce(req.nonce);
-  std::memcpy(id.req_nonce, req.nonce, sizeof id.req_nonce);
-  if (!sign(req)) return -1;
   if (param) id.responder_resources = param->responder_resources, id.initiator_depth = param->initiator_depth;
   const sockaddr_storage& dst = id.base.route.addr.dst_storage;
   rb::UniqueFd s(kernel_socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -104,7 +102,12 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
     else post(id, RDMA_CM_EVENT_UNREACHABLE, -(err == EINPROGRESS || err == EAGAIN ? ETIMEDOUT : err));
     return id.sync ? wait_for(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
   }
-  if (!send_message(s.get(), req)) return -1;
+  // Stamped once connected, so after the listener began (a client retrying its connect while
+  // the server starts was stamped before, and refused).
+  address_req(req, dst);
+  fresh_nonce(req.nonce);
+  std::memcpy(id.req_nonce, req.nonce, sizeof id.req_nonce);
+  if (!sign(req) || !send_message(s.get(), req)) return -1;
   id.sock = std::move(s);
   id.state = State::connecting;
   {

@@ -93,6 +93,31 @@ void say_other_tenant(const char* what) {
   std::call_once(once, [&] { say("%s came from another tenant (or a router of another cluster): refused", what); });
 }
 
+void say_stale_req() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    say("a connection request made for another address, sent before this listener began or over %d s ago, or taken "
+        "before (a replay): refused",
+        int(kReqSkewNs / 1'000'000'000));
+  });
+}
+
+// Whether a REQ of our tenant that came on `child`'s connection is one to take: made for this
+// listener's address, lately, and not taken before.
+bool fresh_req_locked(Id& child, const Message& m) {
+  if (!req_for_here_and_now(m, child.sock.get()) || !child.listener || m.sent_ns < child.listener->listening_since_ns)
+    return false;
+  auto& taken = child.listener->taken_nonces;
+  while (!taken.empty() && (taken.front().second < m.sent_ns - 2 * kReqSkewNs || taken.size() >= 4096))
+    taken.pop_front();  // past the window a replay fails on its time; the oldest go first
+  std::array<uint8_t, 16> nonce;
+  std::memcpy(nonce.data(), m.nonce, nonce.size());
+  for (const auto& [n, sent] : taken)
+    if (n == nonce) return false;
+  taken.emplace_back(nonce, m.sent_ns);
+  return true;
+}
+
 void on_reply(Id& id, const Message& m) {
   if (std::memcmp(m.nonce, id.req_nonce, sizeof m.nonce) != 0 || !from_our_tenant(m)) {
     say_other_tenant("a connect's reply");
@@ -168,6 +193,10 @@ void on_readable(Id& id) {
       if (id.state != State::awaiting_req) return lost(id);
       if (!from_our_tenant(m)) {  // never the program's: it hears nothing of it
         say_other_tenant("a connection request");
+        return lost(id);
+      }
+      if (!fresh_req_locked(id, m)) {  // a replay, or one relayed from where its sender dialed
+        say_stale_req();
         return lost(id);
       }
       id.peer = m;

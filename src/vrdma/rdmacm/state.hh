@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <array>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -81,6 +82,12 @@ struct Id {
   // peer that connects and says nothing holds a bounded number of the program's descriptors.
   std::deque<Id*> awaiting;
   int backlog = 0;
+  // A listener's: the nonces of the REQs it took within kReqSkewNs, and when each was sent (a REQ
+  // seen again is a replay).
+  std::deque<std::pair<std::array<uint8_t, 16>, int64_t>> taken_nonces;
+  // When it began to listen (CLOCK_REALTIME): a REQ sent before was for another listener, or for
+  // this one's last run, whose nonces are forgotten.
+  int64_t listening_since_ns = 0;
   Message peer;               // the peer's REQ (passive side) or REP (active side)
   uint32_t psn = 0;           // our QP's first PSN
   uint8_t req_nonce[16] = {};  // the nonce of our REQ (active side): its REP must carry it back

@@ -16,10 +16,21 @@ extern "C" int vrdma_verbs_cm_sign(ibv_context* ctx, const void* bytes, size_t l
 namespace rb::rdmacm {
 namespace {
 
+// The router MACs at most kSignChunk bytes at a time; what a message's MAC covers is longer, so
+// it is the MAC of the MAC of the first kSignChunk bytes followed by the rest.
+constexpr size_t kSignChunk = 256;
+static_assert(kSignedBytes > kSignChunk && 32 + kSignedBytes - kSignChunk <= kSignChunk);
+
 bool mac_of(const Message& m, unsigned char out[32]) {
   ibv_context* ctx = device();
   if (!ctx) return false;
-  int rc = vrdma_verbs_cm_sign(ctx, &m, kSignedBytes, out);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&m);
+  unsigned char chained[32 + kSignedBytes - kSignChunk];
+  int rc = vrdma_verbs_cm_sign(ctx, bytes, kSignChunk, chained);
+  if (rc == 0) {
+    std::memcpy(chained + 32, bytes + kSignChunk, kSignedBytes - kSignChunk);
+    rc = vrdma_verbs_cm_sign(ctx, chained, sizeof chained, out);
+  }
   if (rc != 0) errno = -rc;
   return rc == 0;
 }
