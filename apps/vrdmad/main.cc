@@ -36,8 +36,8 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
                   without it every uid is a tenant of its own, with the default limits
   --listen HOST:PORT  where the routers of other hosts reach this one (a numeric address);
                   QPs whose peers are on other hosts take the router path over it
-  --fabric ofi:PROVIDER  the libfabric provider routers talk over (default ofi:tcp, i.e.
-                  tcp;ofi_rxm; ofi:verbs or ofi:efa where such a NIC is)
+  --fabric ofi:PROVIDER  the libfabric provider routers talk over (default ofi:tcp): one with
+                  connected endpoints, RMA and a shared receive context
   --peer HOST:PORT  another host's router to link with at start (repeatable); routers named in
                   QP addresses are linked when a QP connects, peers or not
   --insecure-link  with --listen and no link_key in the config: take link messages from anyone
@@ -56,12 +56,11 @@ constexpr const char* kUsage = R"(vrdmad: the vrdma router of this host (the sof
 Stops on SIGINT or SIGTERM, removing its socket; SIGHUP reloads the link key file.
 )";
 
-// "ofi:tcp" -> "tcp;ofi_rxm": RDM over a connection-oriented provider goes through rxm.
+// "ofi:tcp" -> "tcp": the router makes its own connections over the provider's connected
+// endpoints (each proves the cluster's key as it is made).
 std::string fabric_provider(const std::string& v) {
   if (v.rfind("ofi:", 0) != 0 || v.size() == 4) return "";
-  std::string p = v.substr(4);
-  if (p == "tcp" || p == "verbs") return p + ";ofi_rxm";
-  return p;
+  return v.substr(4);
 }
 
 // "9478" (on 127.0.0.1), "127.0.0.1:9478", "[::1]:9478", "0.0.0.0:9478".
@@ -138,7 +137,7 @@ Command parse_args(const std::vector<std::string>& args) {
       } else if (a == "--fabric") {
         auto prov = fabric_provider(*v);
         if (prov.empty())
-          return answered(usage_error(fmt::format("--fabric {}: give ofi:PROVIDER, e.g. ofi:tcp (tcp;ofi_rxm), ofi:verbs, ofi:efa", *v)));
+          return answered(usage_error(fmt::format("--fabric {}: give ofi:PROVIDER, e.g. ofi:tcp", *v)));
         c.opts.fabric = prov;
         c.fabric_given = true;
       } else {

@@ -233,8 +233,9 @@ def assert_a_keyed_router_links(r, world, port):
         p.wait()
 
 
-# libfabric 1.17 tcp;ofi_rxm's connection request as a router sends it (recorded): a stranger replays
-# it to complete the fabric's handshake, which asks for no key.
+# libfabric 1.17 tcp;ofi_rxm's connection request as a router sent it (recorded): a stranger replayed
+# it to complete the fabric's handshake, which asked for no key. Routers now make their own
+# connections, and refuse a request that does not prove the key.
 RXM_CONNREQ = bytes.fromhex("0300001800000000000000000000000000000000000000000100000000000000"
                             "010204033a1d0200004000000010000000000000c86a0000")
 
@@ -248,8 +249,9 @@ def send_a_frame_libfabric_never_takes(port):
     """As uid nobody: the fabric's handshake at `port`, one 16-byte frame whose header size is 0, gone."""
     frame = struct.pack("<BBHBBBBQ", 3, 1, 0, 0, 0, 0, 0, 0) + bytes(32)
     code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
-            f"s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\ns.recv(100)\n"
-            f"s.sendall(bytes.fromhex('{frame.hex()}'))\ntime.sleep(0.5)\ns.close()\n")
+            f"try:\n  s.sendall(bytes.fromhex('{RXM_CONNREQ.hex()}'))\n  s.recv(100)\n"
+            f"  s.sendall(bytes.fromhex('{frame.hex()}'))\n  time.sleep(0.5)\n"
+            f"except OSError:\n  pass\ns.close()\n")
     poke = run(["python3", "-c", code], user=NOBODY, timeout=30)
     assert poke.returncode == 0, poke.stderr
 
@@ -258,8 +260,9 @@ def send_a_frame_libfabric_never_takes(port):
 def test_a_frame_libfabric_never_takes_costs_no_core(router, world, free_port):
     """Probe 9 E5: a stranger completed the fabric's handshake at --listen, sent one 16-byte frame
     whose header size is 0, and left: libfabric never took the frame, fi_trywait failed for ever
-    and the router spun at 100% of a core (11 s of CPU in 10 s). Now the loop stops spinning on a
-    fabric that says it has work and gives none, tenants are served, and a keyed router still links."""
+    and the router spun at 100% of a core (11 s of CPU in 10 s). The loop then stopped spinning on
+    a fabric that says it has work and gives none; now the stranger's handshake is refused before
+    it can send a frame. Tenants are served, and a keyed router still links."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     send_a_frame_libfabric_never_takes(free_port)
     time.sleep(1)
@@ -268,7 +271,7 @@ def test_a_frame_libfabric_never_takes_costs_no_core(router, world, free_port):
     assert_served(ping_result(ping))
     used = cpu_of(r.proc.pid) - before
     assert used < 2.5, f"the router used {used:.1f} s of CPU in the 6 s after one frame"
-    assert "the fabric says it has work and gives none" in r.log.read_text()
+    assert "a connection to the link was refused" in r.log.read_text()
     assert_a_keyed_router_links(r, world, free_port)
 
 
@@ -282,7 +285,8 @@ def test_a_frame_libfabric_never_takes_costs_nothing_once_shut(router, world, fr
     """Probe 11 F1: once the guard had shut the stranger's connection, libfabric kept the closed
     socket, readable for ever, and the router polled the fabric every millisecond until it
     restarted (about 930 wake-ups a second for good). Now the fabric is watched edge-triggered
-    while it says it has work and gives none: the router wakes for what is new, and every 10 ms."""
+    while it says it has work and gives none (the router wakes for what is new, and every 10 ms),
+    and a stranger's handshake is refused before it can send a frame."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     send_a_frame_libfabric_never_takes(free_port)
     time.sleep(12)  # the guard shuts it (5 s stuck, 10 s unvouched)
@@ -316,16 +320,17 @@ def test_greetings_to_silent_listeners_hold_no_descriptors(router, world, free_p
     """Probe 9 E1: each address a tenant named that accepted and stayed silent kept one of the
     router's connections for as long as the listener liked (150 addresses: 150 descriptors, and a
     router limited to 256 ran out). Now a connection the router made that gets nothing back is shut
-    within its deadline (10 s)."""
+    within its deadline (10 s; the fabric gives one up sooner, when no answer proves the key)."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     ears = CountingListeners(12)
     try:
+        most = 0
         for i, port in enumerate(ears.ports):
             f = loopback_qp_file(world / f"s{i}.txt", port)
             run([DATAGRAM, r.sock, "send", f, "1"], user=NOBODY, timeout=30)
             ears.take()
-        held = connections_to(r.proc.pid, set(ears.ports))
-        assert held >= 6, f"the router made {held} connections to 12 listeners: the test saw nothing to shut"
+            most = max(most, connections_to(r.proc.pid, set(ears.ports)))
+        assert most >= 1, "the router made no connection to 12 listeners: the test saw nothing to shut"
         deadline = time.time() + 16
         while connections_to(r.proc.pid, set(ears.ports)) and time.time() < deadline:
             ears.take()
@@ -919,8 +924,9 @@ def test_a_router_that_does_not_answer_stalls_no_one(router, world, free_port):
 
 @as_root
 def test_a_stranger_cannot_link_to_a_router(router, world, free_port):
-    """With --listen a router takes link messages only from routers that prove the cluster's key:
-    one with another key, or none, is refused (logged once a second), and never becomes a peer."""
+    """With --listen a router takes link connections and messages only from routers that prove the
+    cluster's key: one with another key, or none, is refused as it connects (logged at most a few
+    times a second), and never becomes a peer."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     other = world / "other"
     other.mkdir()
@@ -934,7 +940,7 @@ def test_a_stranger_cannot_link_to_a_router(router, world, free_port):
                               "--peer", f"127.0.0.1:{free_port}", *how], stderr=open(log, "w"))
         try:
             wait_for_text(log, "serving on")
-            wait_for_text(r.log, "refused a message claiming to be from router 127.0.0.1:", timeout=10)
+            wait_for_text(r.log, "a connection to the link was refused", timeout=10)
         finally:
             p.kill()
             p.wait()
@@ -946,8 +952,9 @@ def test_a_stranger_cannot_link_to_a_router(router, world, free_port):
 @as_root
 def test_a_strangers_flood_of_link_messages_costs_no_memory_and_stalls_no_one(router, world, free_port):
     """A host without the key, flooding --listen with messages over the link's own fabric, grew the
-    router by 3 GB in 6 s (each message waited in libfabric's buffers for a receive) and stalled
-    its tenants for 83 ms: now the router keeps receives posted for it and reaps them in bulk."""
+    router by 3 GB in 6 s (each message waited in rxm's buffers for a receive) and stalled its
+    tenants for 83 ms. The router then kept receives posted and reaped them in bulk; now the
+    stranger's connection is refused as it is made, and its flood never reaches the router."""
     r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
     before = rss_kib(r.proc.pid)
     flood = subprocess.Popen([str(BUILD / "vrdma_link_flood"), str(free_port), str(unused_ports(1)), "6", "badmac"],
@@ -958,7 +965,7 @@ def test_a_strangers_flood_of_link_messages_costs_no_memory_and_stalls_no_one(ro
     out, err = flood.communicate(timeout=60)
     assert flood.returncode == 0, out + err
     grown = rss_kib(r.proc.pid) - before
-    assert int(out.split("=")[1]) > 100000, out
+    assert "a connection to the link was refused" in r.log.read_text()
     assert grown < 256 * 1024, f"the router grew by {grown // 1024} MiB under {out.strip()} messages"
     assert r.proc.poll() is None
 

@@ -7,6 +7,7 @@ src/vrdma/proto/{control,link,qp_layout}.hh and src/core/spsc_ring.hh.
     tests/fuzz/make_seeds.py DIR
 """
 import struct
+import time
 import sys
 from pathlib import Path
 
@@ -72,6 +73,10 @@ def main():
         "link_datagram": link(11, 0, struct.pack("<IIIIB3xI", 1, 2, 0x1234, 0, 2, 16) + b"tenant".ljust(64, b"\0"),
                               b"d" * 16),
         "create_ah": packet(23, 6, ROUTER_AT + bytes(4)),
+        # A link connection's request (src/vrdma/router/link_handshake.hh): magic, version, from,
+        # to (the fuzzer's router is at the zero address), nonce, send time, MAC.
+        "link_connect_request": struct.pack("<II", 0x4C445256, 1) + ROUTER_AT + bytes(20) + b"n" * 16
+                                + struct.pack("<q", time.time_ns()) + bytes(32),
         "qp_memory": qp_memory(),
     }
     for name, data in seeds.items():

@@ -1,7 +1,8 @@
 // libFuzzer target: what a hostile peer controls in vrdma. Each input is tried as a control
 // packet (proto::parse, then the body of whatever type it claims), as a packet on the routers'
 // link (its trailer checked by LinkAuth without a key and with one, then proto::parse_link, its
-// body and payload, on what is left) and as a QP's shared memory
+// body and payload, on what is left), as a link connection's request and answer (LinkHandshake,
+// without a key and with one) and as a QP's shared memory
 // laid out by a peer (view_qp, then the rings popped as the library pops them). `make fuzz` runs
 // it under AddressSanitizer and UndefinedBehaviorSanitizer.
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "vrdma/proto/control.hh"
 #include "vrdma/proto/link.hh"
 #include "vrdma/router/link_auth.hh"
+#include "vrdma/router/link_handshake.hh"
 
 using namespace rb::vrdma;
 
@@ -81,6 +83,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto body = open_link.open({data, size}, from, proto::RouterAddress{}, &why))
     if (auto l = proto::parse_link(*body, &why)) sink = sink + touch_link(*l);
   if (keyed_link.open({data, size}, from, proto::RouterAddress{}, &why)) std::abort();  // nobody forges a MAC by chance
+  // A link connection's request, and its answer, as a router takes them from a stranger.
+  static LinkHandshake open_hs(open_link), keyed_hs(keyed_link);
+  proto::RouterAddress peer;
+  if (auto a = open_hs.take({data, size}, proto::RouterAddress{}, &peer, &why)) sink = sink + a->nonce[0] + peer.port;
+  if (keyed_hs.take({data, size}, proto::RouterAddress{}, &peer, &why)) std::abort();
+  static const ConnectRequest asked = keyed_hs.request(proto::RouterAddress{}, proto::RouterAddress{});
+  if (keyed_hs.answers({data, size}, asked, &why)) std::abort();
   if (auto l = proto::parse_link({data, size}, &why)) sink = sink + touch_link(*l);
   sink = sink + touch_qp(data, size);
   (void)sink;

@@ -11,25 +11,13 @@
 #include <fstream>
 
 #include "vrdma/router/link_auth.hh"
+#include "link_fixtures.hh"
 
 namespace rb::vrdma {
 namespace {
 
-LinkKey32 key(uint8_t fill) {
-  LinkKey32 k;
-  k.fill(fill);
-  return k;
-}
-
-// The routers' addresses: B is the one messages are for.
-proto::RouterAddress at(uint8_t last) {
-  proto::RouterAddress a;
-  a.ip[10] = a.ip[11] = 0xff;
-  a.ip[12] = 10;
-  a.ip[15] = last;
-  a.port = 7480;
-  return a;
-}
+using link_test::at;
+using link_test::key;
 const proto::RouterAddress kB = at(2), kC = at(3);
 
 std::vector<uint8_t> message(const char* text) { return std::vector<uint8_t>(text, text + std::strlen(text)); }

@@ -1,9 +1,9 @@
 // A stranger at a router's --listen port, for the e2e security tests: it speaks the link's own
-// fabric (tcp;ofi_rxm) but holds no key, and sends link messages as fast as the fabric takes
-// them for SECONDS. Each costs the router a MAC check (badmac: full-size messages with a trailer
-// of zeros) or a length check (short: 8 bytes). hold:N opens N endpoints instead (own ports
-// OWN_PORT..OWN_PORT+N-1), each sends one short message (its connection has spoken, as a replayed
-// connection request has) and then holds its connection for SECONDS.
+// fabric (tcp) but holds no key, and sends link messages as fast as the fabric takes them for
+// SECONDS: badmac, full-size messages with a trailer of zeros; short, 8 bytes. Its connection's
+// request proves no key, so a router refuses it and the messages never leave (what it sent is
+// what it posted). hold:N opens N endpoints instead (own ports OWN_PORT..OWN_PORT+N-1), each
+// sends one short message and then holds what it has for SECONDS.
 //   vrdma_link_flood ROUTER OWN SECONDS badmac|short|hold:N   prints "sent=N"
 // ROUTER and OWN are PORT (on 127.0.0.1) or HOST:PORT.
 #include <chrono>
@@ -22,6 +22,9 @@
 using namespace rb::vrdma;
 
 namespace {
+
+// A stranger holds no key: its connections' requests carry no MAC that verifies.
+LinkAuth stranger;
 
 struct Sink : LinkSink {
   void on_message(std::span<const uint8_t>) override {}
@@ -61,7 +64,7 @@ int hold(const proto::RouterAddress& to, const std::string& own, int n, Until un
   for (int i = 0; i < n; ++i) {
     auto me = address(own, uint16_t(i), &why);
     if (!me) return std::fprintf(stderr, "vrdma_link_flood: %s\n", why.c_str()), 2;
-    auto f = open_fabric("tcp;ofi_rxm", *me);
+    auto f = open_fabric("tcp", *me, stranger);
     if (!f) return std::fprintf(stderr, "vrdma_link_flood: %s\n", f.status().message().c_str()), 1;
     (void)(*f)->send(to, std::vector<uint8_t>(8, 0), sink);
     held.push_back(std::move(*f));
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
   if (!to || !me) return std::fprintf(stderr, "vrdma_link_flood: %s\n", why.c_str()), 2;
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::atof(argv[3]));
   if (std::strncmp(argv[4], "hold:", 5) == 0) return hold(*to, argv[2], std::atoi(argv[4] + 5), until);
-  auto fabric = open_fabric("tcp;ofi_rxm", *me);
+  auto fabric = open_fabric("tcp", *me, stranger);
   if (!fabric) return std::fprintf(stderr, "vrdma_link_flood: %s\n", fabric.status().message().c_str()), 1;
   std::vector<uint8_t> msg = std::strcmp(argv[4], "short") == 0 ? std::vector<uint8_t>(8, 0) : garbage_op(*me);
   Sink sink;

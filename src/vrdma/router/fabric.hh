@@ -68,6 +68,10 @@ class Fabric {
   // Messages sent (or waiting to be) and not yet completed: to `to`, and to every router.
   virtual size_t sends_in_flight(const proto::RouterAddress& to) const = 0;
   virtual size_t sends_in_flight() const = 0;
+  // Connections refused because their other end did not prove the cluster's key, and why the
+  // last one was.
+  virtual size_t connections_refused() const { return 0; }
+  virtual std::string last_refusal() const { return {}; }
   // The address is no router's (it never proved the key): its entry and connection go, unless
   // something to it is still in flight (false: try again later). So addresses a tenant names
   // cannot grow the fabric.
@@ -80,8 +84,11 @@ class Fabric {
                       uint64_t key, uint64_t cookie, LinkSink& sink) = 0;
 };
 
-// provider: as libfabric names it ("tcp;ofi_rxm", "verbs;ofi_rxm", "efa"); listen: bind here.
-// Fails, saying why, in a build without libfabric.
-Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress& listen);
+// provider: as libfabric names it ("tcp"; one with connected endpoints); listen: bind here; auth:
+// the keys a connection proves, read at each connection. Fails, saying why, in a build without
+// libfabric.
+class LinkAuth;
+Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress& listen,
+                                            LinkAuth& auth);
 
 }  // namespace rb::vrdma

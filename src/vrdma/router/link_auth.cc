@@ -121,6 +121,17 @@ void LinkAuth::seal(std::vector<uint8_t>& message, const proto::RouterAddress& t
   std::memcpy(message.data() + message.size() - sizeof t.mac, mac.data(), mac.size());
 }
 
+LinkKey32 LinkAuth::sign(std::initializer_list<std::span<const uint8_t>> parts) {
+  return macs_.empty() ? LinkKey32{} : macs_.front().of(parts);
+}
+
+bool LinkAuth::verifies(std::initializer_list<std::span<const uint8_t>> parts, const uint8_t* mac) {
+  if (macs_.empty()) return true;
+  bool ok = false;
+  for (KeyedMac& k : macs_) ok = CRYPTO_memcmp(k.of(parts).data(), mac, sizeof(LinkKey32)) == 0 || ok;
+  return ok;
+}
+
 bool LinkAuth::fresh(Window& w, uint64_t seq) {
   if (seq > w.top) {
     uint64_t shift = seq - w.top;

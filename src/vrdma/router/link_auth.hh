@@ -83,6 +83,11 @@ class LinkAuth {
   void seal(std::vector<uint8_t>& message, const proto::RouterAddress& to);
   void seal(std::vector<uint8_t>& message, const proto::RouterAddress& to, int64_t sent_ns);
   static int64_t wall_ns();
+  int64_t started_ns() const { return started_ns_; }
+  // The MAC of `parts` under the signing key (zeros without a key), and whether `mac` is theirs
+  // under any key (true without a key).
+  LinkKey32 sign(std::initializer_list<std::span<const uint8_t>> parts);
+  bool verifies(std::initializer_list<std::span<const uint8_t>> parts, const uint8_t* mac);
   // The message without its trailer when the router at `self` may take it from router
   // `from_router` (its id, as the header says: covered by the MAC); nullopt and the reason
   // otherwise.

@@ -6,7 +6,7 @@
 
 namespace rb::vrdma {
 
-Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress&) {
+Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress&, LinkAuth&) {
   return Status(Errc::unavailable,
                 fmt::format("--listen (fabric {}): this vrdmad was built without libfabric ({}); routers of other hosts "
                             "are out of its reach. Install libfabric-dev and rebuild, or run it without --listen",

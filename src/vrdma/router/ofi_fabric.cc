@@ -8,6 +8,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/uio.h>
 
@@ -21,22 +22,25 @@
 namespace rb::vrdma {
 namespace {
 
-// A message that finds no receive posted waits in rxm's own buffers, which grow without bound and
-// never shrink: a stranger's flood of messages the router cannot keep up with (a MAC check each)
-// grew it by gigabytes in seconds with 64 receives reaped 16 a turn. With these it keeps up.
+// A message that finds no receive posted waits in the peer's socket (rxm's own buffers once grew
+// by gigabytes in seconds under a flood, with 64 receives reaped 16 a turn). With these the
+// router keeps up with a peer that sends as fast as it can.
 constexpr int kRecvBuffers = 512;
 constexpr int kCompletionsPerTurn = 256;
 constexpr int64_t kPostBoundNs = 2'000'000'000;  // a post refused this long: the peer is unreachable
-
-int64_t mono_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
 
 void close_fid(fid_t f) {
   if (f) fi_close(f);
+}
+
+// "tcp;ofi_rxm" (what --fabric ofi:tcp once meant) is its core provider: the router makes its own
+// connections, which rxm's would not let it authenticate.
+std::string core_provider(const std::string& provider) {
+  std::string p = provider;
+  if (size_t semi = p.find(";ofi_rxm"); semi != std::string::npos) p.erase(semi);
+  return p;
 }
 
 }  // namespace
@@ -48,7 +52,7 @@ struct OfiFabric::Context {
   uint64_t cookie = 0;          // rma
   std::vector<std::shared_ptr<const void>> pins;  // rma: the local memory it reads or writes
   proto::RouterAddress to;      // send: for on_send_failed
-  uint64_t dest = 0;            // send: the peer's fi_addr_t, for its count of sends in flight
+  uint64_t dest = 0;            // send: its peer (peers_), for the peer's count of sends in flight
   // rma: what the post names, kept here so that a post that waits can be made later
   iovec iov[proto::kMaxSge] = {};
   void* desc[proto::kMaxSge] = {};
@@ -63,20 +67,32 @@ struct OfiFabric::RmaGroup {
   bool ok = true;   // false once any failed
 };
 
+int64_t OfiFabric::mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+OfiFabric::OfiFabric(LinkAuth& auth) : handshake_(auth) {}
+
 OfiMr::~OfiMr() { close_fid(&mr_->fid); }
 void* OfiMr::desc() const { return fi_mr_desc(mr_); }
 
-Result<std::unique_ptr<OfiFabric>> OfiFabric::open(const std::string& provider, const proto::RouterAddress& listen) {
-  std::unique_ptr<OfiFabric> f(new OfiFabric());
-  f->provider_ = provider;
+Result<std::unique_ptr<OfiFabric>> OfiFabric::open(const std::string& provider, const proto::RouterAddress& listen,
+                                                   LinkAuth& auth) {
+  std::unique_ptr<OfiFabric> f(new OfiFabric(auth));
+  f->provider_ = core_provider(provider);
+  f->self_ = listen;
   fi_info* hints = fi_allocinfo();
-  hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE;
+  hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->ep_attr->type = FI_EP_MSG;
+  hints->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  // Keys the router draws (a provider's are counted from 1: a host that reaches the fabric could
+  // guess them), addresses that are offsets into the region.
+  hints->domain_attr->mr_mode = 0;
   // An op's notice must never overtake the WRITEs before it on the same link.
   hints->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW | FI_ORDER_RAW;
-  hints->fabric_attr->prov_name = strdup(provider.c_str());
+  hints->fabric_attr->prov_name = strdup(f->provider_.c_str());
   std::string host = proto::to_string(listen);
   host = host.substr(0, host.rfind(':'));
   if (host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -84,31 +100,16 @@ Result<std::unique_ptr<OfiFabric>> OfiFabric::open(const std::string& provider, 
   int rc = fi_getinfo(FI_VERSION(1, 9), host.c_str(), port.c_str(), FI_SOURCE, hints, &f->info_);
   fi_freeinfo(hints);
   if (rc)
-    return Status(Errc::unavailable, fmt::format("--fabric {} --listen {}: fi_getinfo: {}", provider,
-                                                 proto::to_string(listen), fi_error(rc)));
+    return Status(Errc::unavailable,
+                  fmt::format("--fabric {} --listen {}: fi_getinfo: {} (the link needs a provider with connected "
+                              "endpoints, RMA, a shared receive context and keys the router chooses: ofi:tcp)",
+                              provider, proto::to_string(listen), fi_error(rc)));
   fi_info* i = f->info_;
   f->virt_addr_ = i->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
   f->prov_key_ = i->domain_attr->mr_mode & FI_MR_PROV_KEY;
   f->iov_limit_ = i->tx_attr->iov_limit;
   f->key_bytes_ = std::min<size_t>(i->domain_attr->mr_key_size ? i->domain_attr->mr_key_size : 8, 8);
-  auto fail = [&](const char* what, int r) {
-    return Status(Errc::io, fmt::format("--fabric {}: {}: {}", provider, what, fi_error(r)));
-  };
-  if ((rc = fi_fabric(i->fabric_attr, &f->fabric_, nullptr))) return fail("fi_fabric", rc);
-  if ((rc = fi_domain(f->fabric_, i, &f->domain_, nullptr))) return fail("fi_domain", rc);
-  fi_av_attr av{};
-  av.type = FI_AV_MAP;
-  if ((rc = fi_av_open(f->domain_, &av, &f->av_, nullptr))) return fail("fi_av_open", rc);
-  fi_cq_attr cq{};
-  cq.format = FI_CQ_FORMAT_MSG;
-  cq.wait_obj = FI_WAIT_FD;
-  cq.size = i->tx_attr->size + i->rx_attr->size;
-  if ((rc = fi_cq_open(f->domain_, &cq, &f->cq_, nullptr))) return fail("fi_cq_open", rc);
-  if ((rc = fi_control(&f->cq_->fid, FI_GETWAIT, &f->wait_fd_))) return fail("fi_control(FI_GETWAIT)", rc);
-  if ((rc = fi_endpoint(f->domain_, i, &f->ep_, nullptr))) return fail("fi_endpoint", rc);
-  if ((rc = fi_ep_bind(f->ep_, &f->av_->fid, 0))) return fail("fi_ep_bind(av)", rc);
-  if ((rc = fi_ep_bind(f->ep_, &f->cq_->fid, FI_TRANSMIT | FI_RECV))) return fail("fi_ep_bind(cq)", rc);
-  if ((rc = fi_enable(f->ep_))) return fail("fi_enable", rc);
+  if (Status s = f->open_passive(provider); !s) return s;
   for (int n = 0; n < kRecvBuffers; ++n) {
     auto c = std::make_unique<Context>();
     c->bytes.resize(kLinkPacket);
@@ -118,18 +119,58 @@ Result<std::unique_ptr<OfiFabric>> OfiFabric::open(const std::string& provider, 
   return f;
 }
 
+// The domain, the CQ and shared receive context every connection uses, the EQ of their events,
+// and the passive endpoint; one fd to wait on for both queues.
+Status OfiFabric::open_passive(const std::string& provider) {
+  auto fail = [&](const char* what, int r) {
+    return Status(Errc::io, fmt::format("--fabric {}: {}: {}", provider, what, fi_error(r)));
+  };
+  fi_info* i = info_;
+  int rc;
+  if ((rc = fi_fabric(i->fabric_attr, &fabric_, nullptr))) return fail("fi_fabric", rc);
+  if ((rc = fi_domain(fabric_, i, &domain_, nullptr))) return fail("fi_domain", rc);
+  fi_cq_attr cq{};
+  cq.format = FI_CQ_FORMAT_MSG;
+  cq.wait_obj = FI_WAIT_FD;
+  cq.size = 4 * (i->tx_attr->size + kRecvBuffers);
+  if ((rc = fi_cq_open(domain_, &cq, &cq_, nullptr))) return fail("fi_cq_open", rc);
+  if ((rc = fi_control(&cq_->fid, FI_GETWAIT, &cq_fd_))) return fail("fi_control(cq, FI_GETWAIT)", rc);
+  fi_rx_attr rx = *i->rx_attr;
+  rx.size = kRecvBuffers;
+  if ((rc = fi_srx_context(domain_, &rx, &srx_, nullptr))) return fail("fi_srx_context", rc);
+  if ((rc = fi_ep_bind(srx_, &cq_->fid, FI_RECV))) return fail("fi_ep_bind(srx, cq)", rc);
+  fi_eq_attr eq{};
+  eq.wait_obj = FI_WAIT_FD;
+  if ((rc = fi_eq_open(fabric_, &eq, &eq_, nullptr))) return fail("fi_eq_open", rc);
+  if ((rc = fi_control(&eq_->fid, FI_GETWAIT, &eq_fd_))) return fail("fi_control(eq, FI_GETWAIT)", rc);
+  if ((rc = fi_passive_ep(fabric_, i, &pep_, nullptr))) return fail("fi_passive_ep", rc);
+  if ((rc = fi_pep_bind(pep_, &eq_->fid, 0))) return fail("fi_pep_bind", rc);
+  if ((rc = fi_listen(pep_))) return fail("fi_listen", rc);
+  wait_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!wait_fd_) return Status(Errc::io, fmt::format("epoll_create1: {}", std::strerror(errno)));
+  for (int fd : {cq_fd_, eq_fd_}) {
+    epoll_event ev{EPOLLIN, {.fd = fd}};
+    if (epoll_ctl(wait_fd_.get(), EPOLL_CTL_ADD, fd, &ev) < 0)
+      return Status(Errc::io, fmt::format("epoll_ctl: {}", std::strerror(errno)));
+  }
+  return {};
+}
+
 OfiFabric::~OfiFabric() {
-  close_fid(ep_ ? &ep_->fid : nullptr);
+  for (auto& [raw, l] : links_) close_fid(&l->ep->fid);
+  links_.clear();
+  close_fid(pep_ ? &pep_->fid : nullptr);
   in_flight_.clear();  // the registrations its RMAs pinned close while the domain is open
+  close_fid(srx_ ? &srx_->fid : nullptr);
   close_fid(cq_ ? &cq_->fid : nullptr);
-  close_fid(av_ ? &av_->fid : nullptr);
+  close_fid(eq_ ? &eq_->fid : nullptr);
   close_fid(domain_ ? &domain_->fid : nullptr);
   close_fid(fabric_ ? &fabric_->fid : nullptr);
   if (info_) fi_freeinfo(info_);
 }
 
 Status OfiFabric::post_recv(Context* c) {
-  ssize_t rc = fi_recv(ep_, c->bytes.data(), c->bytes.size(), nullptr, FI_ADDR_UNSPEC, &c->fc);
+  ssize_t rc = fi_recv(srx_, c->bytes.data(), c->bytes.size(), nullptr, FI_ADDR_UNSPEC, &c->fc);
   if (rc) return Status(Errc::io, "fi_recv: " + fi_error(int(rc)));
   return {};
 }
@@ -142,12 +183,14 @@ Status OfiFabric::post_recv(Context* c) {
 // each call that drives the provider's progress.
 bool OfiFabric::try_wait() {
   errno = 0;
-  fid* f = &cq_->fid;
-  return fi_trywait(fabric_, &f, 1) == FI_SUCCESS;
+  events_due_ = true;  // what wakes a parked router may be a connection's event
+  fid* f[2] = {&cq_->fid, &eq_->fid};
+  return fi_trywait(fabric_, f, 2) == FI_SUCCESS;
 }
 
 int OfiFabric::poll(LinkSink& sink) {
   int handled = 0;
+  if (events_due_ || connecting_ || (++turns_ & 31) == 0) handle_connections();
   if (!waiting_.empty() && !reading_) post_waiting(sink);
   if (!reading_) {  // what a post's retry read while a handler ran comes first, in order
     std::vector<Event> backlog;
@@ -224,37 +267,24 @@ void OfiFabric::dispatch(Event& ev, LinkSink& sink) {
   reading_ = false;
 }
 
-Result<uint64_t> OfiFabric::address_of(const proto::RouterAddress& a) {
+// The peer's number here: its connections, posts and counts are kept under it.
+Result<uint64_t> OfiFabric::peer_of(const proto::RouterAddress& a) {
   std::vector<uint8_t> k(reinterpret_cast<const uint8_t*>(&a), reinterpret_cast<const uint8_t*>(&a) + sizeof a);
   if (auto it = addrs_.find(k); it != addrs_.end()) return it->second;
-  sockaddr_in v4{};
-  sockaddr_in6 v6{};
-  const void* sa;
   static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (info_->addr_format == FI_SOCKADDR_IN) {
-    if (std::memcmp(a.ip, kMapped, 12) != 0)
-      return Status(Errc::invalid_argument, fmt::format("router {} is IPv6; this fabric speaks IPv4", proto::to_string(a)));
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(a.port);
-    std::memcpy(&v4.sin_addr, a.ip + 12, 4);
-    sa = &v4;
-  } else {
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(a.port);
-    std::memcpy(&v6.sin6_addr, a.ip, 16);
-    sa = &v6;
-  }
-  fi_addr_t fa = FI_ADDR_UNSPEC;
-  int rc = fi_av_insert(av_, sa, 1, &fa, 0, nullptr);
-  if (rc != 1) return Status(Errc::io, fmt::format("fi_av_insert({}): {}", proto::to_string(a), fi_error(rc)));
-  addrs_.emplace(std::move(k), fa);
-  return uint64_t(fa);
+  if (info_->addr_format == FI_SOCKADDR_IN && std::memcmp(a.ip, kMapped, 12) != 0)
+    return Status(Errc::invalid_argument, fmt::format("router {} is IPv6; this fabric speaks IPv4", proto::to_string(a)));
+  uint64_t peer = next_peer_++;
+  addrs_.emplace(std::move(k), peer);
+  peers_[peer].at = a;
+  return peer;
 }
 
-Status OfiFabric::post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post) {
+Status OfiFabric::post_or_wait(uint64_t peer, Context* c, const char* what, Post post) {
   auto w = waiting_.find(peer);
   if (w == waiting_.end()) {
-    ssize_t rc = post();
+    fid_ep* ep = out_ep(peer);
+    ssize_t rc = ep ? post(ep) : -FI_EAGAIN;
     if (rc == 0) return {};
     if (rc != -FI_EAGAIN) {
       forget(c);
@@ -274,11 +304,15 @@ void OfiFabric::post_waiting(LinkSink& sink) {
     auto& q = it->second;
     while (!q.empty()) {
       Waiting& w = q.front();
-      ssize_t rc = w.post();
+      fid_ep* ep = out_ep(it->first);
+      ssize_t rc = ep ? w.post(ep) : -FI_EAGAIN;
       if (rc == -FI_EAGAIN && now < w.until_ns) break;
       Context* c = w.c;
       q.pop_front();
-      if (rc == -FI_EAGAIN) last_failure_ = fmt::format("the provider took no post for {} ms", kPostBoundNs / 1'000'000);
+      if (rc == -FI_EAGAIN)
+        last_failure_ = ep ? fmt::format("the provider took no post for {} ms", kPostBoundNs / 1'000'000)
+                           : fmt::format("no connection to router {} came up within {} ms",
+                                         proto::to_string(peers_[it->first].at), kPostBoundNs / 1'000'000);
       else if (rc != 0) last_failure_ = fi_error(int(rc));
       if (rc != 0) deliver(c, false, {}, sink);
     }
@@ -305,37 +339,40 @@ bool OfiFabric::forget_address(const proto::RouterAddress& to) {
   auto a = addrs_.find(k);
   // No RMA names it: RMA goes only to the peers of connected QPs, whose routers proved the key.
   if (a == addrs_.end()) return true;
-  if (sends_to_.count(a->second) || waiting_.count(a->second)) return false;
-  fi_addr_t fa = a->second;
-  fi_av_remove(av_, &fa, 1, 0);
+  uint64_t peer = a->second;
+  if (sends_to_.count(peer) || waiting_.count(peer)) return false;
+  std::vector<Link*> its;
+  for (auto& [raw, l] : links_)
+    if (l->peer == peer) its.push_back(raw);
+  for (Link* l : its) close_link(l, "");
+  peers_.erase(peer);
   addrs_.erase(a);
   return true;
 }
 
 Status OfiFabric::send(const proto::RouterAddress& to, std::span<const uint8_t> bytes, LinkSink&) {
-  auto fa = address_of(to);
-  if (!fa) return fa.status();
+  auto peer = peer_of(to);
+  if (!peer) return peer.status();
   auto c = std::make_unique<Context>();
   c->kind = Context::send;
   c->bytes.assign(bytes.begin(), bytes.end());
   c->to = to;
-  c->dest = *fa;
+  c->dest = *peer;
   Context* raw = c.get();
   in_flight_.emplace(raw, std::move(c));
-  ++sends_to_[*fa];
+  ++sends_to_[*peer];
   ++sends_;
-  fid_ep* ep = ep_;
-  fi_addr_t dest = *fa;
-  return post_or_wait(dest, raw, "fi_send",
-                      [ep, raw, dest] { return fi_send(ep, raw->bytes.data(), raw->bytes.size(), nullptr, dest, &raw->fc); });
+  return post_or_wait(*peer, raw, "fi_send", [raw](fid_ep* ep) {
+    return fi_send(ep, raw->bytes.data(), raw->bytes.size(), nullptr, FI_ADDR_UNSPEC, &raw->fc);
+  });
 }
 
-// One op's RMA: a post of up to iov_limit_ local pieces each (tcp;ofi_rxm takes 4, an op may name
+// One op's RMA: a post of up to iov_limit_ local pieces each (tcp takes 4, an op may name
 // 8), at consecutive remote addresses. The op completes once, when the last post does.
 Status OfiFabric::rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
                    uint64_t key, uint64_t cookie, LinkSink&) {
-  auto fa = address_of(to);
-  if (!fa) return fa.status();
+  auto peer = peer_of(to);
+  if (!peer) return peer.status();
   local = local.first(std::min(local.size(), size_t(proto::kMaxSge)));
   size_t per = std::max<size_t>(iov_limit_, 1);
   size_t posts = local.empty() ? 1 : (local.size() + per - 1) / per;
@@ -343,7 +380,7 @@ Status OfiFabric::rma(bool is_write, const proto::RouterAddress& to, std::span<c
   for (size_t p = 0; p < posts; ++p) {
     auto part = local.subspan(std::min(p * per, local.size()));
     part = part.first(std::min(part.size(), per));
-    Status s = post_rma(is_write, *fa, to, part, addr, key, cookie, group);
+    Status s = post_rma(is_write, *peer, to, part, addr, key, cookie, group);
     if (!s && p == 0) return s;
     if (!s) {  // the posts made complete the op, failed; those never made count as done
       group->ok = false;
@@ -355,7 +392,7 @@ Status OfiFabric::rma(bool is_write, const proto::RouterAddress& to, std::span<c
   return {};
 }
 
-Status OfiFabric::post_rma(bool is_write, uint64_t dest, const proto::RouterAddress& to,
+Status OfiFabric::post_rma(bool is_write, uint64_t peer, const proto::RouterAddress& to,
                            std::span<const LocalPiece> local, uint64_t addr, uint64_t key, uint64_t cookie,
                            std::shared_ptr<RmaGroup> group) {
   auto c = std::make_unique<Context>();
@@ -372,13 +409,13 @@ Status OfiFabric::post_rma(bool is_write, uint64_t dest, const proto::RouterAddr
   }
   c->remote = {addr, total, key};
   Context* raw = c.get();
-  c->msg = {raw->iov, raw->desc, local.size(), dest, &raw->remote, 1, &raw->fc, 0};
+  c->msg = {raw->iov, raw->desc, local.size(), FI_ADDR_UNSPEC, &raw->remote, 1, &raw->fc, 0};
   in_flight_.emplace(raw, std::move(c));
-  fid_ep* ep = ep_;
   if (is_write)
-    return post_or_wait(dest, raw, "fi_writemsg",
-                        [ep, raw] { return fi_writemsg(ep, &raw->msg, FI_COMPLETION | FI_DELIVERY_COMPLETE); });
-  return post_or_wait(dest, raw, "fi_readmsg", [ep, raw] { return fi_readmsg(ep, &raw->msg, FI_COMPLETION); });
+    return post_or_wait(peer, raw, "fi_writemsg", [raw](fid_ep* ep) {
+      return fi_writemsg(ep, &raw->msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+    });
+  return post_or_wait(peer, raw, "fi_readmsg", [raw](fid_ep* ep) { return fi_readmsg(ep, &raw->msg, FI_COMPLETION); });
 }
 
 Status OfiFabric::write(const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr, uint64_t key,
@@ -412,8 +449,9 @@ Result<std::unique_ptr<FabricMr>> OfiFabric::register_region(void* p, size_t len
 
 namespace rb::vrdma {
 
-Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress& listen) {
-  auto f = OfiFabric::open(provider, listen);
+Result<std::unique_ptr<Fabric>> open_fabric(const std::string& provider, const proto::RouterAddress& listen,
+                                            LinkAuth& auth) {
+  auto f = OfiFabric::open(provider, listen, auth);
   if (!f) return f.status();
   return std::unique_ptr<Fabric>(std::move(*f));
 }

@@ -1,8 +1,10 @@
 #pragma once
-// The router's Fabric over libfabric, to the routers of other hosts: one RDM endpoint bound to the
-// --listen address, one CQ with a wait fd (so a parked router wakes for the link), receive
-// buffers for link messages, and RMA on regions registered with the domain under keys the
-// router chooses. Other routers are addressed by where they listen; nothing is hard-coded.
+// The router's Fabric over libfabric, to the routers of other hosts: a passive endpoint listening
+// at --listen, a connected endpoint for each link connection (made or taken only when the other
+// side proves the cluster's key: link_handshake.hh), one CQ and one shared receive context for
+// them all, receive buffers for link messages, and RMA on regions registered with the domain
+// under keys the router chooses. Other routers are known by where they listen; a post goes down
+// the first connection to its router that came up, so a link's ops keep their order.
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
@@ -17,7 +19,9 @@
 
 #include "core/status.hh"
 #include "vrdma/proto/link.hh"
+#include "core/unique_fd.hh"
 #include "vrdma/router/fabric.hh"
+#include "vrdma/router/link_handshake.hh"
 
 namespace rb::vrdma {
 
@@ -39,14 +43,15 @@ class OfiMr final : public FabricMr {
 
 class OfiFabric final : public Fabric {
  public:
-  static Result<std::unique_ptr<OfiFabric>> open(const std::string& provider, const proto::RouterAddress& listen);
+  static Result<std::unique_ptr<OfiFabric>> open(const std::string& provider, const proto::RouterAddress& listen,
+                                                 LinkAuth& auth);
   ~OfiFabric() override;
   OfiFabric(const OfiFabric&) = delete;
   OfiFabric& operator=(const OfiFabric&) = delete;
 
   const std::string& provider() const override { return provider_; }
   std::string last_failure() const override { return last_failure_; }
-  int wait_fd() const override { return wait_fd_; }
+  int wait_fd() const override { return wait_fd_.get(); }
   // Drives progress; true when nothing is ready and the wait fd will signal what comes.
   bool try_wait() override;
   // Handles up to a batch of completions; the number handled.
@@ -68,6 +73,8 @@ class OfiFabric final : public Fabric {
   bool posts_waiting() const override { return !waiting_.empty(); }
   size_t sends_in_flight(const proto::RouterAddress& to) const override;
   size_t sends_in_flight() const override { return sends_; }
+  size_t connections_refused() const override { return refused_; }
+  std::string last_refusal() const override { return last_refusal_; }
   bool forget_address(const proto::RouterAddress& to) override;
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
@@ -86,45 +93,87 @@ class OfiFabric final : public Fabric {
     proto::RouterAddress to;
     std::vector<uint8_t> bytes;
   };
-  OfiFabric() = default;
+  // One connection to another router.
+  struct Link {
+    fid_ep* ep = nullptr;
+    uint64_t peer = 0;  // its router, in peers_
+    enum State { connecting, accepting, up } state = connecting;
+    ConnectRequest sent;  // connecting: what its answer must answer
+    int64_t since_ns = 0;  // when it was begun or taken
+  };
+  struct Peer {
+    proto::RouterAddress at;
+    Link* out = nullptr;   // where posts to it go: the first of its connections that came up
+    size_t links = 0;      // its connections, up or being made
+    int64_t retry_ns = 0;  // after a failed connection, none is tried before this
+  };
+  using Post = std::function<ssize_t(fid_ep*)>;
+  struct Waiting {
+    Context* c;
+    Post post;
+    int64_t until_ns;
+  };
+
+  explicit OfiFabric(LinkAuth& auth);
+  Status open_passive(const std::string& provider);
   void deliver(Context* c, bool ok, std::span<const uint8_t> msg, LinkSink& sink);
   void dispatch(Event& ev, LinkSink& sink);
-  Result<uint64_t> address_of(const proto::RouterAddress& a);
+  Result<uint64_t> peer_of(const proto::RouterAddress& a);
   Status post_recv(Context* c);
   Status rma(bool is_write, const proto::RouterAddress& to, std::span<const LocalPiece> local, uint64_t addr,
              uint64_t key, uint64_t cookie, LinkSink& sink);
   // Posts now, or queues behind what waits for the same peer (their order is the link's).
-  Status post_rma(bool is_write, uint64_t dest, const proto::RouterAddress& to, std::span<const LocalPiece> local,
+  Status post_rma(bool is_write, uint64_t peer, const proto::RouterAddress& to, std::span<const LocalPiece> local,
                   uint64_t addr, uint64_t key, uint64_t cookie, std::shared_ptr<RmaGroup> group);
-  Status post_or_wait(uint64_t peer, Context* c, const char* what, std::function<ssize_t()> post);
+  Status post_or_wait(uint64_t peer, Context* c, const char* what, Post post);
   void post_waiting(LinkSink& sink);
-  struct Waiting {
-    Context* c;
-    std::function<ssize_t()> post;
-    int64_t until_ns;
-  };
+  void forget(Context* c);  // a send or RMA completed or failed: out of in_flight_
+
+  // Connections (ofi_link.cc).
+  fid_ep* out_ep(uint64_t peer);  // where a post to `peer` goes now; nullptr: not yet (one is being made)
+  Status connect(uint64_t peer);
+  Result<fid_ep*> open_ep(fi_info* info, Link* link);
+  void handle_connections();
+  void on_request(fi_info* info, std::span<const uint8_t> data);
+  void on_connected(Link* l, std::span<const uint8_t> data);
+  Link* link_of(fid_t f);
+  void close_link(Link* l, const std::string& why);
+  void close_oldest(uint64_t peer);
+  void expire_links(int64_t now_ns);
+  static int64_t mono_ns();
 
   std::string provider_;
   std::string last_failure_;
+  proto::RouterAddress self_;
+  LinkHandshake handshake_;
   fi_info* info_ = nullptr;
   size_t iov_limit_ = 1;  // local pieces one RMA post takes
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
-  fid_av* av_ = nullptr;
+  fid_eq* eq_ = nullptr;      // connection events
+  fid_pep* pep_ = nullptr;    // listening at --listen
+  fid_ep* srx_ = nullptr;     // the receives every connection shares
   fid_cq* cq_ = nullptr;
-  fid_ep* ep_ = nullptr;
-  int wait_fd_ = -1;
+  UniqueFd wait_fd_;          // an epoll of the CQ's and the EQ's wait fds
+  int cq_fd_ = -1, eq_fd_ = -1;
   bool virt_addr_ = false, prov_key_ = false;
   size_t key_bytes_ = 8;  // what the provider takes of a requested key
-  std::map<std::vector<uint8_t>, uint64_t> addrs_;  // RouterAddress bytes -> fi_addr_t
+  std::map<std::vector<uint8_t>, uint64_t> addrs_;  // RouterAddress bytes -> peer
+  std::map<uint64_t, Peer> peers_;
+  uint64_t next_peer_ = 1;
+  std::map<Link*, std::unique_ptr<Link>> links_;
+  size_t connecting_ = 0;    // links not yet up
+  uint32_t turns_ = 0;       // polls, to look at connection events every few
+  bool events_due_ = true;   // look at connection events at the next poll
+  size_t refused_ = 0;       // connection requests or answers that did not prove the key
+  std::string last_refusal_;
   std::vector<std::unique_ptr<Context>> recvs_;
   std::map<Context*, std::unique_ptr<Context>> in_flight_;  // sends and RMAs, until completed
   std::vector<Event> backlog_;  // completions read while a handler ran
   bool reading_ = false;        // a handler is running
-  std::map<uint64_t, std::deque<Waiting>> waiting_;  // by peer (fi_addr_t)
-  std::map<uint64_t, size_t> sends_to_;  // sends in flight, by peer (fi_addr_t)
+  std::map<uint64_t, std::deque<Waiting>> waiting_;  // by peer
+  std::map<uint64_t, size_t> sends_to_;  // sends in flight, by peer
   size_t sends_ = 0;
-  void forget(Context* c);  // a send or RMA completed or failed: out of in_flight_
 };
 
 }  // namespace rb::vrdma

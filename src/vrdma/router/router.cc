@@ -47,7 +47,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   r->auth_.set_keys(r->opts_.link_keys);
   r->set_cm_key();
   if (r->opts_.listen.port) {
-    auto f = open_fabric(r->opts_.fabric, r->opts_.listen);
+    auto f = open_fabric(r->opts_.fabric, r->opts_.listen, r->auth_);
     if (!f) return f.status();
     r->fabric_ = std::move(*f);
     epoll_event fe{EPOLLIN, {.u64 = kFabricTag}};
@@ -171,6 +171,10 @@ Status Router::run(int stop_fd) {
     bool moved = fabric_ && fabric_->poll(*this) > 0;
     bool fabric_moved = moved;
     busy = moved;
+    if (fabric_ && fabric_->connections_refused() != refusals_logged_) {
+      refusals_logged_ = fabric_->connections_refused();
+      log_limited("link refused", fabric_->last_refusal());
+    }
     moved = (!routed_.empty() && pump(routed_, routed_turns_, deferred_, busy)) || moved;
     if (!connects_.empty()) expire_connects();
     if (!probes_.empty() || !unproven_.empty()) expire_probes();
@@ -550,6 +554,7 @@ StatsSnapshot Router::snapshot(const std::string* only) const {
   out.router.link_ops = on_links_->ops;
   out.router.link_bytes = on_links_->bytes;
   out.router.link_bytes_peak = on_links_->peak_bytes;
+  out.router.link_refused = fabric_ ? fabric_->connections_refused() : 0;
   for (const auto& d : data_) {
     out.router.routed_qps += d->qps.size();
     out.router.data_thread_turns.push_back(d->turns.load());

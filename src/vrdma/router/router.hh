@@ -52,7 +52,7 @@ struct RouterOptions {
   int threads = 1;
   // Routers of other hosts: where this one listens (port 0: it does not) and over what.
   proto::RouterAddress listen;
-  std::string fabric = "tcp;ofi_rxm";
+  std::string fabric = "tcp";
   std::vector<proto::RouterAddress> peers;  // --peer: linked at start (others are learned from QP addresses)
   // The cluster's link keys (the config's [router] link_key): with --listen, link messages are
   // taken only when they prove one. Empty only with --insecure-link.
@@ -547,6 +547,7 @@ class Router final : private LinkSink {
   int64_t stuck_since_ns_ = 0;
   bool fabric_muted_ = false;
   bool fabric_stuck(bool moved, bool pending);
+  size_t refusals_logged_ = 0;  // the fabric's refused connections, as last logged
   std::map<std::string, PeerLink> peers_;          // by address; at most kMaxPeers
   static constexpr size_t kMaxPeers = 1024;
   LinkAuth auth_;

@@ -18,12 +18,13 @@ std::string router_line(const RouterFigures& r) {
   std::string turns;
   for (uint64_t t : r.data_thread_turns) turns += fmt::format("{}{}", turns.empty() ? "" : ",", t);
   return fmt::format("router: cpu {:.2f} s over {:.1f} s up ({:.2f}% of a core), {} router-path QPs, {}\n"
-                     "router: in flight to other hosts {} requests, {} bytes (at most {} at once)\n",
+                     "router: in flight to other hosts {} requests, {} bytes (at most {} at once); {} link "
+                     "connections refused\n",
                      r.cpu_s, r.up_s, r.up_s > 0 ? 100.0 * r.cpu_s / r.up_s : 0.0, r.routed_qps,
                      r.data_thread_turns.empty()
                          ? std::string("moved by the control thread")
                          : fmt::format("{} data threads (busy turns {})", r.data_thread_turns.size(), turns),
-                     r.link_ops, r.link_bytes, r.link_bytes_peak);
+                     r.link_ops, r.link_bytes, r.link_bytes_peak, r.link_refused);
 }
 
 nlohmann::json tenant_json(const TenantFigures& t) {
@@ -107,6 +108,9 @@ void router_families(std::string& out, const StatsSnapshot& s) {
          [&](int) { return s.router.link_bytes; });
   family(out, "vrdma_router_link_bytes_peak", "gauge", "The most bytes in flight to other hosts' routers at once.", one,
          none, [&](int) { return s.router.link_bytes_peak; });
+  family(out, "vrdma_router_link_refused_total", "counter",
+         "Link connections refused because their other end did not prove the cluster's key.", one, none,
+         [&](int) { return s.router.link_refused; });
 }
 
 }  // namespace
@@ -153,7 +157,8 @@ std::string stats_json(const StatsSnapshot& s, size_t room) {
     else out["more_links"] = s.links.size();
     out["router"] = {{"cpu_s", s.router.cpu_s}, {"up_s", s.router.up_s}, {"routed_qps", s.router.routed_qps},
                      {"data_thread_turns", s.router.data_thread_turns}, {"link_ops", s.router.link_ops},
-                     {"link_bytes", s.router.link_bytes}, {"link_bytes_peak", s.router.link_bytes_peak}};
+                     {"link_bytes", s.router.link_bytes}, {"link_bytes_peak", s.router.link_bytes_peak},
+                     {"link_refused", s.router.link_refused}};
   }
   return out.dump();
 }

@@ -31,6 +31,7 @@ struct RouterFigures {
   // On the links to other hosts' routers now, and the most at once since it started: requests
   // and bytes, every tenant's together (link_use.hh bounds them).
   uint64_t link_ops = 0, link_bytes = 0, link_bytes_peak = 0;
+  uint64_t link_refused = 0;  // link connections refused: their other end did not prove the key
   std::vector<uint64_t> data_thread_turns;  // busy turns per data thread; empty: the control thread moves bytes
 };
 
