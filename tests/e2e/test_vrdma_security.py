@@ -22,7 +22,7 @@ from test_vrdma_router import (BUILD, CTL, NOBODY, VRDMAD, Router, as_root, cpu_
 
 HOSTILE = str(BUILD / "vrdma_hostile")
 DATAGRAM = str(BUILD / "vrdma_datagram")
-WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR = 0, 3, 9
+WC_SUCCESS, WC_WR_FLUSH_ERR, WC_LOC_QP_OP_ERR, WC_RETRY_EXC_ERR = 0, 3, 9, 10
 
 # The control protocol's packet header (src/vrdma/proto/control.hh: kMagic, kVersion).
 CONTROL_MAGIC, CONTROL_VERSION = 0x31445256, 8
@@ -491,6 +491,19 @@ def test_a_throttled_tenant_costs_the_router_its_own_work(router):
     used = cpu_seconds(r.proc.pid) - before
     assert 1500 <= int(out["ops"]) <= 2600, out  # the limit holds: 1,000/s and a 50 ms burst
     assert used < 0.5, f"the router used {used:.2f} s of CPU over 2 s for {out['ops']} throttled ops"
+
+
+def test_a_send_from_a_qp_the_receiver_is_not_connected_to_leaves_its_receives_alone(router):
+    """Probe 18 finding 5: on the direct path a QP Z connected to X one-sidedly while X was free;
+    X and Y then connected to each other, and Z sent to X. Z's SEND failed (remote access error),
+    but it had taken X's posted receive, which completed with a local protection error, so Y's
+    SEND then found none. Now a SEND takes a receive only from a QP connected back to its sender;
+    Z's fails at once, as an RC requester's retries run out when the responder drops another QP's
+    packets."""
+    r = router()
+    out = hostile(r.sock, "stray-send")
+    assert out["stray"] == str(WC_RETRY_EXC_ERR), out
+    assert out["real"] == str(WC_SUCCESS) and out["len"] == "6" and out["text"] == "real!", out
 
 
 @as_root

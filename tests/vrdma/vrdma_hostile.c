@@ -32,6 +32,10 @@
  *   vrdma_hostile SOCKET hold N SECONDS    up to N regions of 4 KiB, registered and held for SECONDS:
  *                                          "held=K errno=E" (E: why the K+1st failed, 0 if none)
  *                                          printed as soon as they are held
+ *   vrdma_hostile SOCKET stray-send        direct-path QPs: Z connected to X while X was free, then X
+ *                                          and Y to each other; X posts one receive, Z SENDs to X, then Y does:
+ *                                          "stray=S real=S2 len=L" (the statuses of Z's and of X's
+ *                                          receive, and its byte count)
  *   vrdma_hostile SOCKET withdrawn         two router-path QPs A -> B; B's header says every receive
  *                                          was withdrawn and its receive ring claims 2^62 of them;
  *                                          A SENDs once: "status=S" (S -1: no completion in 3 s)
@@ -1259,6 +1263,36 @@ static int post_recvs(struct vrdma_qp* qp, struct vrdma_mr* mr, int first, int c
   return 0;
 }
 
+/* A SEND from a QP the receiver is not connected to must not take the receiver's receive. */
+static int stray_send(struct vrdma_context* ctx) {
+  struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
+  struct vrdma_cq* cx = pd ? vrdma_create_cq(ctx, 16) : NULL;
+  struct vrdma_cq* cy = cx ? vrdma_create_cq(ctx, 16) : NULL;
+  struct vrdma_cq* cz = cy ? vrdma_create_cq(ctx, 16) : NULL;
+  struct vrdma_mr* mr = cz ? vrdma_alloc_mr(pd, 4096, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!mr) return die("setup");
+  struct vrdma_qp_init_attr ax = {cx, cx, 4, 4, 0, 0, 0, NULL}, ay = {cy, cy, 4, 4, 0, 0, 0, NULL},
+                            az = {cz, cz, 4, 4, 0, 0, 0, NULL};
+  struct vrdma_qp *x = vrdma_create_qp(pd, &ax), *y = vrdma_create_qp(pd, &ay), *z = vrdma_create_qp(pd, &az);
+  if (!x || !y || !z) return die("qps");
+  unsigned char xa[VRDMA_ADDRESS_BYTES];
+  vrdma_qp_address(x, xa, sizeof xa);
+  /* Z first, while X is free (the router refuses a connect to a QP connected elsewhere). */
+  if (vrdma_connect_qp(z, xa, sizeof xa)) return die("connect z");
+  if (connect_both(x, y)) return die("connect x and y");
+  if (post_recvs(x, mr, 0, 1, 64)) return die("recv");
+  uint8_t* bytes = mr->addr;
+  memcpy(bytes + 1024, "stray", 6);
+  memcpy(bytes + 2048, "real!", 6);
+  struct vrdma_sge zs = {(uint64_t)(uintptr_t)(bytes + 1024), 6, mr->lkey}, ys = {(uint64_t)(uintptr_t)(bytes + 2048), 6, mr->lkey};
+  struct vrdma_send_wr zw = signaled_send(&zs), yw = signaled_send(&ys), *bad;
+  struct vrdma_wc wz = {0}, wx = {0}, wy = {0};
+  if (vrdma_post_send(z, &zw, &bad) || wait_one(cz, &wz)) return die("stray send");
+  if (vrdma_post_send(y, &yw, &bad) || wait_one(cy, &wy) || wait_one(cx, &wx)) return die("real send");
+  printf("stray=%d real=%d len=%u text=%s\n", (int)wz.status, (int)wx.status, wx.byte_len, (char*)bytes);
+  return 0;
+}
+
 static int withdraw_race(struct vrdma_context* a, const char* sock_b, unsigned flags, int delay_us) {
   enum { kSends = 64, kSlot = 16384, kLen = 12000, kCycles = 20 };
   const unsigned rw = VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE;
@@ -1393,6 +1427,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "stuck") == 0) rc = stuck(ctx, atof(a1));
   else if (strcmp(mode, "connect-nowhere") == 0) rc = connect_nowhere(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1);
   else if (strcmp(mode, "withdrawn") == 0) rc = withdrawn(ctx);
+  else if (strcmp(mode, "stray-send") == 0) rc = stray_send(ctx);
   else if (strcmp(mode, "qp-memory") == 0) rc = qp_memory(ctx, atol(a1));
   else if (strcmp(mode, "many-regions") == 0)
     rc = many_regions(ctx, atoi(a1), argc > 4 ? atol(argv[4]) : 1, argc > 5 ? atof(argv[5]) : 1);

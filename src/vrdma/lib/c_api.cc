@@ -161,6 +161,7 @@ const char* vrdma_wc_status_str(int status) {
     case VRDMA_WC_REM_INV_REQ_ERR: return "remote invalid request";
     case VRDMA_WC_REM_OP_ERR: return "remote operation error (peer gone)";
     case VRDMA_WC_LOC_QP_OP_ERR: return "local QP operation error (a request the QP cannot carry out)";
+    case VRDMA_WC_RETRY_EXC_ERR: return "transport retry counter exceeded (the peer QP is not connected to this one)";
     default: return "general error";
   }
 }

@@ -207,6 +207,7 @@ Call<bool> Qp::connect_to(uint32_t peer, uint64_t router, const proto::RouterAdd
     if (auto s = map_peer_srq(got.value->peer_srq_len); !s.ok()) return s;
   }
   connected_ = true;
+  hdr_->connected_to.store(peer, std::memory_order_release);
   c.value = true;
   return c;
 }
@@ -396,6 +397,27 @@ Qp::Outcome Qp::atomic(const vrdma_send_wr& wr) {
   return {VRDMA_WC_SUCCESS, 8};
 }
 
+// Waits (up to kRnrTimeout, as for a receive) until the peer QP is connected to this one; one
+// connected to another QP refuses us at once, as an RC responder drops another QP's packets and
+// the requester's retries run out. Once connected back it stays so: looked at once.
+Qp::Outcome Qp::await_peer() {
+  if (peer_connected_back_) return {VRDMA_WC_SUCCESS, 0};
+  auto deadline = Clock::now() + kRnrTimeout;
+  for (int spins = 0;; ++spins) {
+    uint32_t to = peer_hdr_->connected_to.load(std::memory_order_acquire);
+    if (to == num_) {
+      peer_connected_back_ = true;
+      return {VRDMA_WC_SUCCESS, 0};
+    }
+    if (to != 0) return {VRDMA_WC_RETRY_EXC_ERR, 0};
+    if (peer_broken()) return {VRDMA_WC_REM_OP_ERR, 0};
+    if (spins % 64 == 63) {
+      if (Clock::now() > deadline) return {VRDMA_WC_RETRY_EXC_ERR, 0};
+      sched_yield();  // the peer may need this core to connect
+    }
+  }
+}
+
 // Takes the peer's next receive (waiting up to kRnrTimeout for one), fills it with the SEND's
 // bytes (none for a write with immediate data) and tells the peer with an arrival.
 Qp::Outcome Qp::deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32_t write_len) {
@@ -409,6 +431,7 @@ Qp::Outcome Qp::deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32
       return {VRDMA_WC_LOC_PROT_ERR, 0};
     }
   }
+  if (Outcome o = await_peer(); o.status != VRDMA_WC_SUCCESS) return o;
   proto::RecvEntry e;
   if (!with_data && (peer_flags_ & proto::imm_without_recv)) return announce(wr, write_len);
   auto deadline = Clock::now() + kRnrTimeout;

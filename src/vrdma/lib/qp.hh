@@ -85,6 +85,7 @@ class Qp {
   [[gnu::noinline]] Outcome rdma_pieces(const vrdma_send_wr& wr, uint8_t* far, uint64_t total, bool write);
   Outcome atomic(const vrdma_send_wr& wr);
   Outcome deliver(const vrdma_send_wr& wr, proto::ArrivalKind kind, uint32_t len);
+  Outcome await_peer();
   Outcome announce(const vrdma_send_wr& wr, uint32_t write_len);
   // The bytes the request's SGEs (or inline data) name, gathered; nullopt when an SGE is not
   // inside a region of this PD with `access`.
@@ -140,6 +141,7 @@ class Qp {
   std::optional<SpscRing<proto::Cqe>> my_cqes_;         // router path: the router produces
   bool router_path_ = false;
   bool connected_ = false;
+  bool peer_connected_back_ = false;  // the peer QP's connected_to names this one
   UniqueFd router_kick_;  // the router's eventfd: written after a post when it is parked
   int post_to_router(vrdma_send_wr* wr, vrdma_send_wr** bad);
   bool carries(const vrdma_send_wr& wr) const {  // an opcode and SGE count this QP takes

@@ -56,6 +56,10 @@ struct alignas(64) QpHeader {
   // The owner sleeps on its send CQ: the router writes the send doorbell (else the recv CQ's)
   // after its next answer, and clears this.
   std::atomic<uint32_t> send_armed{0};
+  // Direct path: the QP the owner connected this one to (0: none yet), stored once it has. A peer
+  // takes a receive of this QP only when that is the peer itself, as an RC responder takes
+  // packets from its own peer alone: a QP connected to X one-sidedly must not use up X's receives.
+  std::atomic<uint32_t> connected_to{0};
   // Set by the owner (vrdma_set_peer_timeout): how long the router goes on as if a peer that has
   // gone were there, as an RC transport retries an unanswered request before it gives up.
   std::atomic<uint64_t> peer_timeout_ns{0};

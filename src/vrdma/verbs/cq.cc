@@ -23,6 +23,7 @@ ibv_wc_status wc_status(int s) {
     case VRDMA_WC_REM_INV_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
     case VRDMA_WC_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
     case VRDMA_WC_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
+    case VRDMA_WC_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
     default: return IBV_WC_GENERAL_ERR;
   }
 }

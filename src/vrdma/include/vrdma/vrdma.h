@@ -153,6 +153,7 @@ enum vrdma_wc_status {
   VRDMA_WC_REM_OP_ERR,       /* the peer is gone */
   VRDMA_WC_GENERAL_ERR,
   VRDMA_WC_LOC_QP_OP_ERR,    /* a request the QP cannot carry out: an unknown opcode, a message over 2^31 B */
+  VRDMA_WC_RETRY_EXC_ERR,    /* the peer QP is connected to another QP, or did not connect back in time */
 };
 
 enum vrdma_wc_opcode {
