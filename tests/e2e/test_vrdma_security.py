@@ -1797,6 +1797,34 @@ def test_a_uid_holding_many_tcp_connections_does_not_slow_others_scrapes(router)
     assert worst < quiet + 0.1, f"a scrape took {worst * 1000:.0f} ms beside {held} sockets, {quiet * 1000:.0f} ms alone"
 
 
+@as_root
+def test_a_uid_holding_many_tcp_connections_does_not_cost_the_link_guard_a_core(router, world, free_port):
+    """Probe 18: the link guard, grouping unvouched connections to --listen by their owner's uid,
+    read the whole of /proc/net/tcp at each look (once a second) while any were held: uid nobody
+    holding 60,000 loopback sockets and a few silent connections to the port cost the router a
+    third of a core. The guard now groups only when a cap could be passed, and asks the kernel
+    for each connection's owner alone (sock_diag)."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    holders = [subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                                 "/usr/bin/python3", "-c", HOLD_LOOPBACK, "3000"], stdout=subprocess.PIPE, text=True)
+               for _ in range(4)]
+    attack = None
+    try:
+        held = sum(int(h.stdout.readline() or 0) for h in holders)
+        attack = hold_silent_link_connections(free_port, 64, 30)
+        assert attack.stdout.readline().strip() == "64"
+        time.sleep(1.5)
+        before = cpu_of(r.proc.pid)
+        time.sleep(6)
+        used = cpu_of(r.proc.pid) - before
+    finally:
+        for p in holders + ([attack] if attack else []):
+            p.kill()
+            p.wait()
+    assert held >= 60000, held
+    assert used < 0.6, f"the router used {used:.2f} s of CPU in 6 s beside {held} sockets of another uid"
+
+
 def test_metrics_flag_mistakes_are_one_line(world):
     for value, needle in (("abc", "--metrics abc: give [HOST:]PORT"), ("1.2.3:99999", "--metrics 1.2.3:99999"),
                           ("nohost:9478", "--metrics nohost: give a numeric address")):

@@ -216,12 +216,10 @@ LinkGuard::Swept LinkGuard::sweep(int64_t now_ns) {
 // address. Without a key the newest past the cap go (what holds a place keeps it); with one, the
 // oldest (they had their time to be vouched for, a router's new connection has not).
 void LinkGuard::shut_over_cap(std::vector<Conn>& conns, Swept& s) {
-  std::optional<TcpOwners> owners[2];
+  if (conns.size() <= limits_.per_host) return;  // no host can be past the cap
   std::map<std::string, std::vector<const Conn*>> by_host;
   for (const Conn& c : conns) {
-    auto& o = owners[c.peer.ss_family == AF_INET6];
-    if (!o) o = TcpOwners::read(c.peer.ss_family);
-    std::optional<uint32_t> uid = o->uid(c.peer, c.self);
+    std::optional<uint32_t> uid = local_peer_uid(c.peer, c.self);
     std::string peer = proc_net_text(c.peer);
     by_host[uid ? fmt::format("uid {}", *uid) : peer.substr(0, peer.find(':'))].push_back(&c);
   }

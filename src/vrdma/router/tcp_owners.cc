@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -26,32 +24,12 @@ std::string proc_net_text(const sockaddr_storage& a) {
   return fmt::format("{:08X}{:08X}{:08X}{:08X}:{:04X}", w[0], w[1], w[2], w[3], ntohs(s.sin6_port));
 }
 
-TcpOwners TcpOwners::read(int family) {
-  TcpOwners t;
-  std::ifstream f(family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6");
-  std::string line;
-  std::getline(f, line);  // the header
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string sl, l, r, st, queues, timer, retransmits;
-    uint32_t uid = 0;
-    if (in >> sl >> l >> r >> st >> queues >> timer >> retransmits >> uid) t.uid_[{l, r}] = uid;
-  }
-  return t;
-}
-
-std::optional<uint32_t> TcpOwners::uid(const sockaddr_storage& local, const sockaddr_storage& remote) const {
-  auto it = uid_.find({proc_net_text(local), proc_net_text(remote)});
-  if (it == uid_.end()) return std::nullopt;
-  return it->second;
-}
-
 namespace {
 
 // The uid owning the TCP socket whose ends are `local` and `remote` (one family), asked of the
 // kernel for that one socket (sock_diag): reading the whole of /proc/net/tcp for it took a time
 // that grew with every connection on the host, so a uid holding 60,000 made each scrape of the
-// metrics wait a quarter of a second (probe 18).
+// metrics wait a quarter of a second, and each look of the link guard cost as much (probe 18).
 std::optional<uint32_t> socket_uid(const sockaddr_storage& local, const sockaddr_storage& remote) {
   struct {
     nlmsghdr h;
