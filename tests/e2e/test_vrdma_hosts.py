@@ -317,24 +317,68 @@ print(len(got), got.count(b"VRLK"))
 """
 
 
+def stranger_on_b(h, argv):
+    """`argv` run on host b as uid nobody, its output piped."""
+    return subprocess.Popen(h.bed.exec_argv("b", ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                                  "--clear-groups", *argv]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def assert_a_validated_run(h, port, args):
+    with server(h, port) as srv:
+        r = client(h, port, [*args, "--validate"])
+        assert r.returncode == 0, r.stderr
+        assert srv.wait(timeout=10) == 0, srv.stderr.read()
+
+
+OPEN_SILENTLY = """
+import socket, sys, time
+host, port, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+held, end = [], time.time() + secs
+while time.time() < end:
+    try:
+        held.append(socket.create_connection((host, port), timeout=1))
+    except OSError:
+        pass
+    time.sleep(0.01)
+print(len(held))
+"""
+
+
+def test_a_routers_new_connection_outlives_a_strangers_stream_of_silent_ones(hosts, free_port):
+    """Past max_link_conns_per_host (32) the link guard shuts a host's unvouched connections, the
+    oldest first, and a router vouched for its own only with a conn_proof message up to a second
+    or two after making one: a stranger on host b opening a silent connection to a's port every
+    10 ms could make router b's new connection one of the oldest unvouched within 0.3 s (a race
+    the conn_proof won in 4 runs here). Now a connection whose request proved the key is vouched
+    for as it is taken, and the run across the hosts passes."""
+    stranger = stranger_on_b(hosts, [sys.executable, "-c", OPEN_SILENTLY, hosts.bed.addr(1, "a"), str(ROUTER_PORT),
+                                      "12"])
+    try:
+        time.sleep(2)
+        hosts.routers["b"].kill()
+        hosts.routers["b"].wait(timeout=10)
+        hosts.start_router("b")
+        assert_a_validated_run(hosts, free_port, ["--op", "write", "--mode", "lat", "--size", "64", "--duration", "6"])
+        out, err = stranger.communicate(timeout=30)
+    finally:
+        stranger.kill()
+        stranger.wait(timeout=10)
+    assert int(out or 0) >= 100, (out, err)
+    assert "past max_link_conns_per_host" in hosts.log("a")
+
+
 def test_a_local_user_of_a_linked_host_cannot_take_its_link(hosts, free_port):
     """Probe 18 finding 1: uid nobody on host b sent router a's --listen port, from b's address,
     the 56-byte connection request rxm sends when it reconnects. rxm knew a peer by its address
     and took it for router b: a sent b's link messages (their inline payloads, fabric keys) down
     the stranger's connection, and cross-host QPs failed. Now the routers make their own
     connections, and a takes one only when its request proves the cluster's key."""
-    stranger = subprocess.Popen(
-        hosts.bed.exec_argv("b", ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
-                                  "-c", DIVERT, hosts.bed.addr(1, "a"), str(ROUTER_PORT), "7",
-                                  rxm_connreq(ROUTER_PORT).hex()]),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stranger = stranger_on_b(hosts, [sys.executable, "-c", DIVERT, hosts.bed.addr(1, "a"), str(ROUTER_PORT), "7",
+                                      rxm_connreq(ROUTER_PORT).hex()])
     try:
         time.sleep(1)
-        with server(hosts, free_port) as srv:
-            r = client(hosts, free_port, ["--op", "send", "--mode", "lat", "--size", "4K", "--duration", "4",
-                                          "--validate"])
-            assert r.returncode == 0, r.stderr
-            assert srv.wait(timeout=10) == 0, srv.stderr.read()
+        assert_a_validated_run(hosts, free_port, ["--op", "send", "--mode", "lat", "--size", "4K", "--duration", "4"])
         out, err = stranger.communicate(timeout=30)
     finally:
         stranger.kill()

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/status.hh"
 #include "vrdma/proto/link.hh"
@@ -68,10 +69,15 @@ class Fabric {
   // Messages sent (or waiting to be) and not yet completed: to `to`, and to every router.
   virtual size_t sends_in_flight(const proto::RouterAddress& to) const = 0;
   virtual size_t sends_in_flight() const = 0;
+  // Counts the connections refused and taken: the router asks what happened only when it moved.
+  virtual uint64_t connection_events() const { return 0; }
   // Connections refused because their other end did not prove the cluster's key, and why the
   // last one was.
   virtual size_t connections_refused() const { return 0; }
   virtual std::string last_refusal() const { return {}; }
+  // The far ends of the connections taken since the last call, each from a router that proved
+  // the key (the link guard keeps them).
+  virtual std::vector<proto::RouterAddress> take_accepted_ends() { return {}; }
   // The address is no router's (it never proved the key): its entry and connection go, unless
   // something to it is still in flight (false: try again later). So addresses a tenant names
   // cannot grow the fabric.

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "vrdma/router/sock_address.hh"
 #include "vrdma/router/tcp_owners.hh"
 
 namespace rb::vrdma {
@@ -35,21 +36,6 @@ constexpr int64_t kReportNs = 10'000'000'000;
 constexpr int64_t kVouchKeptNs = 60'000'000'000;  // a vouch for a connection not seen yet waits this long
 
 // An end of a connection as the link names routers: an IPv4 one in its IPv4-mapped form.
-proto::RouterAddress address_of(const sockaddr_storage& a) {
-  proto::RouterAddress r;
-  if (a.ss_family == AF_INET) {
-    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
-    r.ip[10] = r.ip[11] = 0xff;
-    std::memcpy(r.ip + 12, &v4.sin_addr, 4);
-    r.port = ntohs(v4.sin_port);
-  } else {
-    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
-    std::memcpy(r.ip, &v6.sin6_addr, 16);
-    r.port = ntohs(v6.sin6_port);
-  }
-  return r;
-}
-
 std::pair<std::string, uint16_t> vouch_key(const proto::RouterAddress& a) {
   return {std::string(reinterpret_cast<const char*>(a.ip), sizeof a.ip), a.port};
 }
@@ -129,7 +115,7 @@ bool LinkGuard::look_at(int fd, int64_t now_ns, Conn& out) {
   out.first_ns = seen.first_ns;
   // bytes_received came with Linux 4.1; before it, a connection counts as having spoken.
   out.silent = has_received && ti.tcpi_bytes_received == 0;
-  if (out.accepted && !seen.vouched) seen.vouched = take_vouch(address_of(out.peer), now_ns);
+  if (out.accepted && !seen.vouched) seen.vouched = take_vouch(router_address_of(out.peer), now_ns);
   out.vouched = seen.vouched;
   return true;
 }
@@ -203,7 +189,7 @@ LinkGuard::Swept LinkGuard::sweep(int64_t now_ns) {
     bool unproven = !c.stuck && !late && c.accepted && limits_.prove_ns && !c.vouched &&
                     now_ns - c.first_ns >= limits_.prove_ns;
     if (unproven) s.unproven += shut(c.fd, c.ino);
-    if (!c.accepted && !c.stuck && !late) made.push_back({address_of(c.self), address_of(c.peer)});
+    if (!c.accepted && !c.stuck && !late) made.push_back({router_address_of(c.self), router_address_of(c.peer)});
     return c.stuck || late || unproven || !c.accepted || c.vouched;  // the cap is for unvouched accepted ones
   });
   note_made(std::move(made));

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.hh"
@@ -73,8 +74,10 @@ class OfiFabric final : public Fabric {
   bool posts_waiting() const override { return !waiting_.empty(); }
   size_t sends_in_flight(const proto::RouterAddress& to) const override;
   size_t sends_in_flight() const override { return sends_; }
+  uint64_t connection_events() const override { return refused_ + accepted_; }
   size_t connections_refused() const override { return refused_; }
   std::string last_refusal() const override { return last_refusal_; }
+  std::vector<proto::RouterAddress> take_accepted_ends() override { return std::exchange(accepted_ends_, {}); }
   bool forget_address(const proto::RouterAddress& to) override;
   // WRITE (delivery complete: on completion the bytes are at the target) or READ, completed
   // to the sink with `cookie`.
@@ -167,6 +170,8 @@ class OfiFabric final : public Fabric {
   bool events_due_ = true;   // look at connection events at the next poll
   size_t refused_ = 0;       // connection requests or answers that did not prove the key
   std::string last_refusal_;
+  std::vector<proto::RouterAddress> accepted_ends_;  // far ends of connections taken, not yet asked for
+  uint64_t accepted_ = 0;                            // connections taken
   std::vector<std::unique_ptr<Context>> recvs_;
   std::map<Context*, std::unique_ptr<Context>> in_flight_;  // sends and RMAs, until completed
   std::vector<Event> backlog_;  // completions read while a handler ran

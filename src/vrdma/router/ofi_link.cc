@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "vrdma/router/ofi_fabric.hh"
+#include "vrdma/router/sock_address.hh"
 
 namespace rb::vrdma {
 namespace {
@@ -26,22 +27,6 @@ constexpr size_t kMaxLinks = 4096;
 constexpr int kEventsPerTurn = 16;
 
 std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
-
-// `a` as the fabric's address format wants it, into `out`.
-void sockaddr_of(const proto::RouterAddress& a, uint32_t format, sockaddr_storage& out) {
-  out = {};
-  if (format == FI_SOCKADDR_IN) {
-    auto& v4 = reinterpret_cast<sockaddr_in&>(out);
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(a.port);
-    std::memcpy(&v4.sin_addr, a.ip + 12, 4);
-  } else {
-    auto& v6 = reinterpret_cast<sockaddr_in6&>(out);
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(a.port);
-    std::memcpy(&v6.sin6_addr, a.ip, 16);
-  }
-}
 
 // A connection this router makes leaves from its --listen address (so that its peer and the link
 // guard see it come from there), on a port of the kernel's choosing.
@@ -83,8 +68,7 @@ Status OfiFabric::connect(uint64_t peer) {
   fi_freeinfo(info);
   if (!ep) return ep.status();
   l->ep = *ep;
-  sockaddr_storage to;
-  sockaddr_of(p.at, info_->addr_format, to);
+  sockaddr_storage to = sockaddr_of(p.at, info_->addr_format == FI_SOCKADDR_IN ? AF_INET : AF_INET6);
   if (int rc = fi_connect(l->ep, &to, &l->sent, sizeof l->sent)) {
     fi_close(&l->ep->fid);
     return Status(Errc::io, fmt::format("fi_connect to router {}: {}", proto::to_string(p.at), fi_error(rc)));
@@ -193,6 +177,13 @@ void OfiFabric::on_connected(Link* l, std::span<const uint8_t> data) {
     last_refusal_ = fmt::format("the router at {} did not prove the key: {}", proto::to_string(peers_[l->peer].at), why);
     close_link(l, last_refusal_);
     return;
+  }
+  if (l->state == Link::accepting) {  // for the link guard: this connection's far end proved the key
+    ++accepted_;
+    sockaddr_storage far{};
+    size_t len = sizeof far;
+    if (fi_getpeer(l->ep, &far, &len) == 0 && accepted_ends_.size() < kMaxLinks)
+      accepted_ends_.push_back(router_address_of(far));
   }
   --connecting_;
   l->state = Link::up;

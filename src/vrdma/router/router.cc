@@ -171,10 +171,7 @@ Status Router::run(int stop_fd) {
     bool moved = fabric_ && fabric_->poll(*this) > 0;
     bool fabric_moved = moved;
     busy = moved;
-    if (fabric_ && fabric_->connections_refused() != refusals_logged_) {
-      refusals_logged_ = fabric_->connections_refused();
-      log_limited("link refused", fabric_->last_refusal());
-    }
+    if (fabric_ && fabric_->connection_events() != connection_events_) note_link_connections();
     moved = (!routed_.empty() && pump(routed_, routed_turns_, deferred_, busy)) || moved;
     if (!connects_.empty()) expire_connects();
     if (!probes_.empty() || !unproven_.empty()) expire_probes();
@@ -209,6 +206,18 @@ Status Router::run(int stop_fd) {
       if (Status st = handle_event(evs[i], stop_now); !st || stop_now) return st;
     }
   }
+}
+
+// What the fabric did with connections: refusals logged (a few a second at most), and the far
+// ends of those it took, which proved the key, vouched for to the link guard at once.
+void Router::note_link_connections() {
+  connection_events_ = fabric_->connection_events();
+  if (fabric_->connections_refused() != refusals_logged_) {
+    refusals_logged_ = fabric_->connections_refused();
+    log_limited("link refused", fabric_->last_refusal());
+  }
+  if (!link_guard_) return;
+  for (const proto::RouterAddress& end : fabric_->take_accepted_ends()) link_guard_->vouch(end, now_ns());
 }
 
 // Takes (or lets go of) every data thread's mutex, saying so first: a data thread lets the

@@ -547,7 +547,9 @@ class Router final : private LinkSink {
   int64_t stuck_since_ns_ = 0;
   bool fabric_muted_ = false;
   bool fabric_stuck(bool moved, bool pending);
-  size_t refusals_logged_ = 0;  // the fabric's refused connections, as last logged
+  uint64_t connection_events_ = 0;  // the fabric's connection_events(), as last looked at
+  size_t refusals_logged_ = 0;      // the fabric's refused connections, as last logged
+  void note_link_connections();
   std::map<std::string, PeerLink> peers_;          // by address; at most kMaxPeers
   static constexpr size_t kMaxPeers = 1024;
   LinkAuth auth_;
