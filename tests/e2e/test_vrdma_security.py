@@ -280,6 +280,38 @@ def wakeups_of(pid):
     return sum(int(line.split()[1]) for line in status.splitlines() if line.startswith("voluntary_ctxt_switches"))
 
 
+def hold_a_connection_request_header(port, seconds):
+    """As uid nobody: the tcp provider's 32-byte connection request header at `port`, promising
+    104 bytes of data that never come, held for `seconds`."""
+    header = struct.pack("<BBHIQQQ", 3, 0, socket.htons(104), 0, 0, 0, 1)
+    code = (f"import socket, time\ns = socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+            f"s.sendall(bytes.fromhex('{header.hex()}'))\ntime.sleep({seconds})\n")
+    return subprocess.Popen(["python3", "-c", code], preexec_fn=as_nobody_holding(16))
+
+
+@as_root
+def test_a_connection_request_header_without_its_data_stalls_no_one(router, world, free_port):
+    """Probe 19: a stranger that sent --listen the tcp provider's connection request header and
+    then nothing held the router's one thread inside libfabric (a blocking recv() for the data)
+    until the link guard shut the connection 5-6 s later: every local client's call timed out
+    meanwhile. The sockets libfabric accepts are now non-blocking, and it reads the data when it
+    comes."""
+    r = router(cluster_config(world), extra=["--listen", f"127.0.0.1:{free_port}"])
+    stranger = hold_a_connection_request_header(free_port, 8)
+    try:
+        time.sleep(0.5)
+        ping = start_ping(r.sock, 3)
+        assert_served(ping_result(ping))
+        started = time.monotonic()
+        stats = run([CTL, "--socket", r.sock, "stats"], timeout=10)
+        took = time.monotonic() - started
+    finally:
+        stranger.kill()
+        stranger.wait()
+    assert stats.returncode == 0 and took < 0.5, (took, stats.stderr)
+    assert_a_keyed_router_links(r, world, free_port)
+
+
 @as_root
 def test_a_frame_libfabric_never_takes_costs_nothing_once_shut(router, world, free_port):
     """Probe 11 F1: once the guard had shut the stranger's connection, libfabric kept the closed

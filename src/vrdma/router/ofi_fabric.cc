@@ -10,6 +10,7 @@
 #include <rdma/fi_rma.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -18,6 +19,19 @@
 #include <cstring>
 
 #include <fmt/format.h>
+
+// libfabric 1.17's tcp provider accepts --listen's connections with a plain accept(), which
+// gives blocking sockets, and reads each one's connection request, header and then data, with
+// recv(): a stranger that sent the 32-byte header and then nothing held the router's thread in
+// that recv until the link guard shut the connection 5-6 s later, and every local client's call
+// timed out meanwhile (probe 19). The router's own code accepts with accept4 and its own flags;
+// this accept(), which the dynamic linker binds libfabric to ahead of libc's, makes the sockets
+// libfabric accepts non-blocking, as the provider makes every other socket of its own: it then
+// takes EAGAIN for "later", and a request whose data lags its header fails, closing only its own
+// connection.
+extern "C" int accept(int fd, sockaddr* __restrict addr, socklen_t* __restrict len) {
+  return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
 
 namespace rb::vrdma {
 namespace {
