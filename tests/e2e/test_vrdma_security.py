@@ -312,6 +312,55 @@ def test_a_connection_request_header_without_its_data_stalls_no_one(router, worl
     assert_a_keyed_router_links(r, world, free_port)
 
 
+def router_address(port):
+    """127.0.0.1:`port` as a link message names a router (proto::RouterAddress)."""
+    return bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1]) + struct.pack("<HH", port, 0)
+
+
+def link_connect_request(key_file, from_port, to_port):
+    """A link connection's request from the router at `from_port` to the one at `to_port`, as that
+    router makes it under the cluster's key (src/vrdma/router/link_handshake.hh), in the tcp
+    provider's framing: what a host on the path sees go by."""
+    import hmac
+    signed = (struct.pack("<II", 0x4C445256, 1) + router_address(from_port) + router_address(to_port) + os.urandom(16)
+              + struct.pack("<q", time.time_ns()))
+    key = bytes.fromhex(Path(key_file).read_text().split()[0])
+    mac = hmac.new(key, b"vrdma link connect request\0" + signed, "sha256").digest()
+    return struct.pack("<BBHIQQQ", 3, 0, socket.htons(len(signed) + 32), 0, 0, 0, 1) + signed + mac
+
+
+@as_root
+def test_a_request_held_back_and_replayed_by_a_host_on_the_path_is_sent_nothing(linked_routers, world):
+    """Probe 19: a host on the path between routers a and b held b's link connection request
+    back and sent it to a itself. The request proves the key, not that its sender is there: a took
+    the connection for b's and sent down it what it had for b (hello, conn_proof). Now a router
+    sends only down the connection it made itself, whose answer proved the key to it; one it took
+    carries what the other side sends."""
+    a, b = linked_routers
+    port = lambda r: int(r.proc.args[r.proc.args.index("--listen") + 1].rsplit(":", 1)[1])  # noqa: E731
+    replay = socket.create_connection(("127.0.0.1", port(a)), timeout=3)
+    try:
+        replay.sendall(link_connect_request(world / "link.key", port(b), port(a)))
+        replay.settimeout(3)
+        answer = replay.recv(4096)
+        assert len(answer) >= 32 + 56, answer  # taken: the tcp provider's answer and a's
+        ping = start_remote_ping(a, b, 2)
+        replay.settimeout(0.2)
+        got, until = b"", time.time() + 3
+        while time.time() < until:
+            try:
+                chunk = replay.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            got += chunk
+        assert got.count(b"VRLK") == 0, f"a sent {got.count(b'VRLK')} link messages down the replayed connection"
+        assert_served(ping_result(ping))
+    finally:
+        replay.close()
+
+
 @as_root
 def test_a_frame_libfabric_never_takes_costs_nothing_once_shut(router, world, free_port):
     """Probe 11 F1: once the guard had shut the stranger's connection, libfabric kept the closed

@@ -101,13 +101,18 @@ class OfiFabric final : public Fabric {
     fid_ep* ep = nullptr;
     uint64_t peer = 0;  // its router, in peers_
     enum State { connecting, accepting, up } state = connecting;
+    bool made = false;    // this router made it (else it took it)
     ConnectRequest sent;  // connecting: what its answer must answer
     int64_t since_ns = 0;  // when it was begun or taken
   };
   struct Peer {
     proto::RouterAddress at;
-    Link* out = nullptr;   // where posts to it go: the first of its connections that came up
-    size_t links = 0;      // its connections, up or being made
+    // Where posts to it go: the connection this router made to it, once its answer proved the
+    // key. A connection it made to us carries only what it sends: its request proves the key but
+    // not that the connector is there (an on-path host could replay a request it held back).
+    Link* out = nullptr;
+    Link* making = nullptr;  // the connection this router made or is making to it, until it goes
+    size_t links = 0;        // its connections, either way, up or being made
     int64_t retry_ns = 0;  // after a failed connection, none is tried before this
   };
   using Post = std::function<ssize_t(fid_ep*)>;

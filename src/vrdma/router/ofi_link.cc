@@ -44,7 +44,7 @@ fid_ep* OfiFabric::out_ep(uint64_t peer) {
   if (it == peers_.end()) return nullptr;
   Peer& p = it->second;
   if (p.out) return p.out->ep;
-  if (p.links == 0 && mono_ns() >= p.retry_ns) {
+  if (!p.making && mono_ns() >= p.retry_ns) {
     if (Status s = connect(peer); !s) {
       last_failure_ = s.message();
       p.retry_ns = mono_ns() + kRetryNs;
@@ -59,6 +59,7 @@ Status OfiFabric::connect(uint64_t peer) {
     return Status(Errc::unavailable, fmt::format("{} link connections are open already", kMaxLinks));
   auto l = std::make_unique<Link>();
   l->peer = peer;
+  l->made = true;
   l->since_ns = mono_ns();
   l->sent = handshake_.request(self_, p.at);
   fi_info* info = fi_dupinfo(info_);
@@ -76,6 +77,7 @@ Status OfiFabric::connect(uint64_t peer) {
   ++p.links;
   ++connecting_;
   Link* raw = l.get();
+  p.making = raw;
   links_.emplace(raw, std::move(l));
   return {};
 }
@@ -133,8 +135,8 @@ void OfiFabric::on_request(fi_info* info, std::span<const uint8_t> data) {
   auto answer = handshake_.take(data, self_, &from, &why);
   Result<uint64_t> peer = Status(Errc::validation, why);
   if (answer) peer = peer_of(from);
-  // A router that proved the key connects again: its oldest connection is likely dead (a host
-  // that went down says nothing), so that one makes room.
+  // A router that proved the key connects again: the oldest connection it made is likely dead (a
+  // host that went down says nothing), so that one makes room.
   if (peer && peers_[*peer].links >= kLinksPerPeer) close_oldest(*peer);
   if (peer && links_.size() >= kMaxLinks)
     peer = Status(Errc::unavailable, fmt::format("{} link connections are open already", kMaxLinks));
@@ -187,8 +189,7 @@ void OfiFabric::on_connected(Link* l, std::span<const uint8_t> data) {
   }
   --connecting_;
   l->state = Link::up;
-  Peer& p = peers_[l->peer];
-  if (!p.out) p.out = l;
+  if (l->made) peers_[l->peer].out = l;
 }
 
 OfiFabric::Link* OfiFabric::link_of(fid_t f) {
@@ -197,8 +198,8 @@ OfiFabric::Link* OfiFabric::link_of(fid_t f) {
   return it == links_.end() ? nullptr : it->second.get();
 }
 
-// Its posts fail (the provider flushes them to the CQ as cancelled); the peer's posts go down
-// another of its connections that is up, or a new one.
+// Its posts fail (the provider flushes them to the CQ as cancelled); the peer's next posts wait
+// for a new connection of this router's.
 void OfiFabric::close_link(Link* l, const std::string& why) {
   auto it = peers_.find(l->peer);
   if (l->state != Link::up) --connecting_;
@@ -208,11 +209,8 @@ void OfiFabric::close_link(Link* l, const std::string& why) {
     Peer& p = it->second;
     --p.links;
     if (l->state != Link::up) p.retry_ns = mono_ns() + kRetryNs;
-    if (p.out == l) {
-      p.out = nullptr;
-      for (auto& [raw, other] : links_)
-        if (raw != l && other->peer == l->peer && other->state == Link::up && !p.out) p.out = raw;
-    }
+    if (p.out == l) p.out = nullptr;
+    if (p.making == l) p.making = nullptr;
   }
   links_.erase(l);
 }
@@ -220,7 +218,7 @@ void OfiFabric::close_link(Link* l, const std::string& why) {
 void OfiFabric::close_oldest(uint64_t peer) {
   Link* oldest = nullptr;
   for (auto& [raw, l] : links_)
-    if (l->peer == peer && (!oldest || l->since_ns < oldest->since_ns)) oldest = raw;
+    if (l->peer == peer && !l->made && (!oldest || l->since_ns < oldest->since_ns)) oldest = raw;
   if (oldest)
     close_link(oldest, fmt::format("router {} connected again: its oldest connection made room",
                                    proto::to_string(peers_[peer].at)));
