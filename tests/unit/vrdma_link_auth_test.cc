@@ -147,6 +147,13 @@ TEST(VrdmaLinkAuth, KeyFilesAreCheckedAndNamedInErrors) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.status().message().find("line 1"), std::string::npos) << bad.status().message();
   unlink(path.c_str());
+  // A FIFO in the key's place (probe 20): opening it blocked the router's thread at SIGHUP until
+  // someone wrote to it. It is refused without being opened.
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  auto fifo = load_link_keys(path);
+  ASSERT_FALSE(fifo);
+  EXPECT_NE(fifo.status().message().find("not a regular file"), std::string::npos) << fifo.status().message();
+  unlink(path.c_str());
   rmdir(dir);
 }
 

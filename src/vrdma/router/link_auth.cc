@@ -85,6 +85,8 @@ Result<std::vector<LinkKey32>> load_link_keys(const std::string& path) {
   };
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return bad("cannot be read; make one with `vrdmactl link-key > FILE` (mode 0600)");
+  // Not a FIFO or a device: opening one could block the router's thread (SIGHUP reloads there).
+  if (!S_ISREG(st.st_mode)) return bad("is not a regular file; write the key into one (mode 0600)");
   if (st.st_mode & (S_IRWXG | S_IRWXO))
     return bad(fmt::format("mode {:o} lets others read the cluster's key; chmod 600 it", st.st_mode & 0777));
   std::ifstream f(path);
