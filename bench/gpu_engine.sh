@@ -6,7 +6,10 @@
 #   [SM_WARPS='4 8 16'] bench/gpu_engine.sh [path/to/rdmabench] [DIR]
 # NVRTC must be there: a machine with no package registry needs the wheel brought along
 # (`pip download nvidia-cuda-nvrtc-cu12==12.9.86`, unzip it); RDMABENCH_NVRTC points at its
-# libnvrtc.so.12, and .venv's (`make nvrtc`) is used when set nowhere else.
+# libnvrtc.so.12, and .venv's (`make nvrtc`) is used when set nowhere else. A machine with the CUDA
+# toolkit has its own:
+#   RDMABENCH_NVRTC=/usr/local/cuda-13.0/targets/x86_64-linux/lib/libnvrtc.so.13 (and RDMABENCH_CUDART
+# likewise) served the 2026-11-27 runs. bench/gpu_stalls.py reads the waits out of DIR's histograms.
 set -euo pipefail
 B=${1:-build/rdmabench}
 DIR=${2:-bench/data/gpu-engine}
