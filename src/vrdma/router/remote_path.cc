@@ -46,6 +46,7 @@ bool Router::pump_remote(QpEntry& q) {
   RemoteQp& r = *q.remote;
   const Session& me = sessions_.at(q.owner);
   TenantUsage& u = usage_.at(me.tenant.name);
+  q.waiting = false;
   bool moved = serve_inbound(q);
   moved = retire_remote(q, u) || moved;
   int64_t now = now_ns();
@@ -56,6 +57,7 @@ bool Router::pump_remote(QpEntry& q) {
   if (q.peer_lost_ns) {  // the peer QP has gone: nothing more goes out to it (see peer_lost)
     if (now < peer_lost_until(q)) {
       deferred_ = true;
+      q.waiting = !q.view->sends.empty();
       return moved;
     }
     if (!q.header()->state.load(std::memory_order_acquire)) break_qp(q);
@@ -109,6 +111,10 @@ bool Router::pump_remote(QpEntry& q) {
   moved = retire_remote(q, u) || n > 0 || moved;
   // Answers come on the fabric's fd, but a peer that died sends none: look again soon.
   if (!r.out.empty() || !r.in.empty() || r.key_asked || !q.view->sends.empty()) deferred_ = true;
+  // Requests left that this turn could not take (a key's answer, tokens, the window or the link
+  // full) wait for an answer or the next look: no reason to spin. Spinning on them, both routers
+  // stayed busy for every key asked and another tenant's latency went from 73 us to 1.4 ms.
+  q.waiting = n < kBatch && !q.view->sends.empty();
   return moved;
 }
 
@@ -119,7 +125,10 @@ int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<cons
                            RemoteOut& o, uint64_t cookie) {
   RemoteQp& r = *q.remote;
   auto k = r.keys.find(e.rkey);
+  // Looked up only off the fast path: a key already known needs no question.
+  auto refusals = [&]() -> Pace& { return usage_.at(sessions_.at(q.owner).tenant.name).key_refusals; };
   if (k == r.keys.end()) {
+    if (refusals().available(now_ns()) < 1) return kWaitingForKey;  // its refusals are spent (TenantUsage)
     r.key_asked = e.rkey;
     r.key_asked_ns = now_ns();
     if (!link_send(r.peer_at, LinkType::key_ask, uint64_t(q.num) << 32 | e.rkey, proto::LinkKeyAsk{q.num, q.peer, e.rkey}))
@@ -129,6 +138,7 @@ int Router::post_one_sided(QpEntry& q, const proto::SendEntry& e, std::span<cons
   const proto::LinkKey& key = k->second;
   if (key.err) {
     r.keys.erase(k);  // a refusal answers the op that asked, and is asked again next time
+    refusals().take(now_ns());
     return VRDMA_WC_REM_ACCESS_ERR;
   }
   uint32_t need = e.opcode == VRDMA_WR_RDMA_READ ? proto::remote_read : proto::remote_write;

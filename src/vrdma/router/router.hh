@@ -261,6 +261,14 @@ struct TenantUsage {
   static constexpr double kQpBurst = 4096, kQpRate = 1000;
   Pace qp_pace{kQpBurst, kQpRate};
   Pace qp_share{0, 0};  // its part of the router-wide pace (QpNumbers::take)
+  // An rkey another host's router refuses costs both routers a round trip and moves nothing. A
+  // tenant naming made-up rkeys on a QP that stays usable after errors kept both routers waking
+  // 11,000 times a second, and another tenant's ib_write_lat across them went from 73 us typical
+  // to 1.4 ms (probe 20). So refusals are paced: past kKeyRefusalBurst its next question about
+  // an rkey not yet known waits for this pace (remote_path.cc). A program that names its peer's
+  // real keys is never refused, so never waits.
+  static constexpr double kKeyRefusalBurst = 64, kKeyRefusalRate = 100;
+  Pace key_refusals{kKeyRefusalBurst, kKeyRefusalRate};
   // Counted by data threads too.
   std::atomic<uint64_t> errors{0}, ops_moved{0}, bytes_moved{0}, throttled_ns{0};
   std::mutex tokens_mu;
