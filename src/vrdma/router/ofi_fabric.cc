@@ -34,6 +34,9 @@ extern "C" int accept(int fd, sockaddr* __restrict addr, socklen_t* __restrict l
 }
 
 namespace rb::vrdma {
+
+std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
+
 namespace {
 
 // A message that finds no receive posted waits in the peer's socket (rxm's own buffers once grew
@@ -42,8 +45,6 @@ namespace {
 constexpr int kRecvBuffers = 512;
 constexpr int kCompletionsPerTurn = 256;
 constexpr int64_t kPostBoundNs = 2'000'000'000;  // a post refused this long: the peer is unreachable
-
-std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
 
 void close_fid(fid_t f) {
   if (f) fi_close(f);

@@ -26,6 +26,9 @@
 
 namespace rb::vrdma {
 
+// libfabric's words for a return code (either sign), with the code.
+std::string fi_error(int rc);
+
 // A region registered with the domain; deregistered (remote access revoked) on destruction.
 class OfiMr final : public FabricMr {
  public:

@@ -26,8 +26,6 @@ constexpr size_t kLinksPerPeer = 4;             // connections one router may ho
 constexpr size_t kMaxLinks = 4096;
 constexpr int kEventsPerTurn = 16;
 
-std::string fi_error(int rc) { return fmt::format("{} ({})", fi_strerror(rc < 0 ? -rc : rc), rc); }
-
 // A connection this router makes leaves from its --listen address (so that its peer and the link
 // guard see it come from there), on a port of the kernel's choosing.
 void any_port(fi_info* info) {
