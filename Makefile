@@ -53,10 +53,12 @@ run: build
 unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
-# dma:cuda -o engine=sm's kernel compiled by NVRTC to PTX and a CUBIN for the H100 (sm_90): any
-# compile error fails, and so does a missing NVRTC (plain ctest skips it instead).
+# dma:cuda -o engine=sm's kernel compiled by NVRTC to PTX and a CUBIN for the H100 (sm_90), and
+# bench's GPU pause probe: any compile error fails, and so does a missing NVRTC (plain ctest skips
+# the first instead).
 kernel: build nvrtc
 	$(BUILD)/sm_kernel_compile --require --venv $(abspath $(VENV))
+	$(BUILD)/gpu_pause_floor --compile sm_90 --venv $(abspath $(VENV))
 
 # The two suites have their own conftest.py, so each gets its own pytest run.
 pytest: build venv

@@ -36,7 +36,14 @@ for engine in copy sm; do for t in 1 4; do
 done; done
 echo "byte checks passed: engine=copy and engine=sm"
 
-# 2. Rates. Random addressing in 16 MiB per thread; batch 16, depth 256; 0.4 s a point.
+# 2. The floor under the sm engine's tail: how often the GPU stops a persistent kernel on its own,
+#    and when its warps poll host memory as the engine's do (bench/tools/gpu_pause_floor.cc).
+PAUSE="$(dirname "$B")/gpu_pause_floor"
+if [ -x "$PAUSE" ]; then
+  { "$PAUSE" --seconds 2 && "$PAUSE" --seconds 2 --poll-host; } | tee "$DIR/pause.txt"
+fi
+
+# 3. Rates. Random addressing in 16 MiB per thread; batch 16, depth 256; 0.4 s a point.
 measure() {  # OUT ARGS...
   local out=$1; shift
   for op in write read; do for t in 1 2 4 8 16; do

@@ -80,6 +80,11 @@ def section(d):
         best = {s: max((t.get(s, 0) for t in sms), default=0) for s in GOALS}
         cells = " | ".join(f"{best[s]:.1f} {'met' if best[s] >= g else 'not met'}" for s, g in GOALS.items())
         out.append(f"| {key[0]} | {key[1]} | {label(c) if c else 'none up to 64K'} | {cells} |")
+    pause = d / "pause.txt"  # gpu_pause_floor's lines: the GPU's own pauses of a persistent kernel
+    if pause.exists():
+        out += ["", "The floor under the sm engine's tail, `bench/tools/gpu_pause_floor` (pauses of a persistent "
+                "kernel nothing else competes with, by the GPU's own clock):", ""]
+        out += [f"- {line.removeprefix('gpu_pause_floor: ')}" for line in pause.read_text().splitlines() if line.strip()]
     notes = d / "notes.md"  # hand-written: how the kernel got here, what the table says
     if notes.exists():
         out += ["", notes.read_text().rstrip()]
