@@ -53,6 +53,12 @@
  *                                          refused=F other_status=S worst_gap_ms=G" (F: remote access
  *                                          errors; S: the first other status, 0 if none; G: the
  *                                          longest wait for a completion)
+ *   vrdma_hostile SOCKET ud-flood SOCKET_B QPS BYTES SECONDS  QPS datagram QPs here, each keeping
+ *                                          200 SENDs of BYTES in flight through an address handle of
+ *                                          SOCKET_B's router (another host's), to QP numbers at random
+ *                                          there, for SECONDS (or until SIGUSR1); it naps 200 us when
+ *                                          nothing completed, so its own CPU is not what others wait
+ *                                          for: "posted=N done=D failed=F"
  *   vrdma_hostile SOCKET wide PAIRS BYTES SECONDS  PAIRS router-path pairs, each QP keeping one
  *                                          WRITE of BYTES in flight for SECONDS (one region apiece
  *                                          for all): "pairs=P" once made, then "ops=N"
@@ -836,6 +842,53 @@ static int remote_keys(struct vrdma_context* a, const char* sock_b, double secon
   return 0;
 }
 
+static int ud_flood(struct vrdma_context* a, const char* sock_b, int nq, unsigned bytes, double seconds) {
+  signal(SIGUSR1, stop_now);
+  struct vrdma_context* b = vrdma_open(sock_b);
+  struct vrdma_router_address there;
+  if (!b || vrdma_query_router(b, &there)) return die("the other router");
+  struct vrdma_pd* pd = vrdma_alloc_pd(a);
+  struct vrdma_cq* cq = pd ? vrdma_create_cq(a, 4096) : NULL;
+  struct vrdma_ah* ah = cq ? vrdma_create_ah(pd, &there) : NULL;
+  struct vrdma_mr* mr = ah ? vrdma_alloc_mr(pd, VRDMA_UD_MTU, VRDMA_ACCESS_LOCAL_WRITE) : NULL;
+  if (!mr) return die("setup");
+  if (nq < 1 || nq > 16 || bytes > VRDMA_UD_MTU) return die("QPS is 1 to 16 and BYTES at most VRDMA_UD_MTU");
+  struct vrdma_qp* qp[16];
+  int out[16] = {0};
+  for (int i = 0; i < nq; ++i) {
+    struct vrdma_qp_init_attr at = {cq, cq, 256, 4, 64, 0, VRDMA_QP_DATAGRAM, NULL};
+    qp[i] = vrdma_create_qp(pd, &at);
+    if (!qp[i] || vrdma_ud_ready(qp[i], 0x1234)) return die("datagram qp");
+  }
+  long posted = 0, done = 0, failed = 0;
+  for (double until = now_ms() + seconds * 1000; now_ms() < until && !told_to_stop;) {
+    for (int i = 0; i < nq; ++i)
+      for (; out[i] < 200; ++out[i], ++posted) {
+        struct vrdma_sge sge = {(uint64_t)(uintptr_t)mr->addr, bytes, mr->lkey};
+        struct vrdma_send_wr wr = {0}, *bad;
+        wr.wr_id = (uint64_t)i;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = VRDMA_WR_SEND;
+        wr.send_flags = VRDMA_SEND_SIGNALED;
+        wr.remote_qpn = (uint32_t)rand() & 0xffffff;
+        wr.remote_qkey = 0x1234;
+        wr.remote_ah = ah;
+        if (vrdma_post_send(qp[i], &wr, &bad)) break;
+      }
+    struct vrdma_wc wc[256];
+    int n = vrdma_poll_cq(cq, 256, wc);
+    if (n < 0) return die("poll");
+    if (n == 0) usleep(200);
+    for (int k = 0; k < n; ++k, ++done) {
+      --out[wc[k].wr_id];
+      failed += wc[k].status != VRDMA_WC_SUCCESS;
+    }
+  }
+  printf("posted=%ld done=%ld failed=%ld\n", posted, done, failed);
+  return 0;
+}
+
 static int connect_nowhere(struct vrdma_context* ctx, int port, long n) {
   struct vrdma_pd* pd = vrdma_alloc_pd(ctx);
   struct vrdma_cq* cq = pd ? vrdma_create_cq(ctx, 16) : NULL;
@@ -1434,6 +1487,8 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "withdrawn-many") == 0) rc = withdrawn_many(ctx, atoi(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "hold") == 0) rc = hold(ctx, atol(a1), argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "remote-keys") == 0) rc = remote_keys(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
+  else if (strcmp(mode, "ud-flood") == 0 && argc > 6)
+    rc = ud_flood(ctx, a1, atoi(argv[4]), (unsigned)strtoul(argv[5], NULL, 10), atof(argv[6]));
   else if (strcmp(mode, "wide") == 0)
     rc = wide(ctx, atoi(a1), argc > 4 ? strtoull(argv[4], NULL, 10) : 1 << 20, argc > 5 ? atof(argv[5]) : 1);
   else if (strcmp(mode, "tenants-remote") == 0 && argc > 7)
