@@ -8,8 +8,6 @@
 // usage: gpu_pause_floor [--seconds S] [--warps N] [--threshold-us U] [--poll-host] [--gpu I]
 //        gpu_pause_floor --compile ARCH [--venv DIR]   (NVRTC only, no GPU: the kernel compiles)
 // Prints one line; exits 0, 1 on a CUDA error, 2 on a bad flag, 77 when there is no GPU or NVRTC.
-#include <glob.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -116,20 +114,6 @@ Flags parse(int argc, char** argv) {
   return f;
 }
 
-// NVRTC from the flag's virtual environment (the wheel `make nvrtc` installs) when asked, else as
-// the sm engine finds it.
-std::string wheel_library(const std::string& venv) {
-  if (venv.empty() || std::getenv("RDMABENCH_NVRTC")) return "";
-  std::string pattern = venv + "/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.*";
-  glob_t g{};
-  std::string found;
-  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc && found.empty(); ++i)
-      if (!std::strstr(g.gl_pathv[i], ".alt.")) found = g.gl_pathv[i];
-  globfree(&g);
-  return found;
-}
-
 int unavailable(const std::string& why) {
   std::fprintf(stderr, "gpu_pause_floor: %s\n", why.c_str());
   return 77;
@@ -193,7 +177,8 @@ int measure(const Flags& f, const Nvrtc& nvrtc) {
 
 int main(int argc, char** argv) {
   Flags f = parse(argc, argv);
-  auto nvrtc = Nvrtc::load(wheel_library(f.venv));
+  // NVRTC from --venv's wheel when given (and RDMABENCH_NVRTC is not set), else as the sm engine finds it.
+  auto nvrtc = Nvrtc::load(f.venv.empty() || std::getenv("RDMABENCH_NVRTC") ? "" : rb::transport::dma::nvrtc_in_venv(f.venv));
   if (!nvrtc) return unavailable(nvrtc.status().message());
   if (!f.compile_arch.empty()) {
     auto image = nvrtc.value()->compile(kKernel, "gpu_pause_floor.cu", f.compile_arch);

@@ -7,8 +7,6 @@
 //   nvidia-cuda-nvrtc-cu12 package `make test` installs), else the system's. When none is found
 //   it exits 77 (ctest: skipped, with the reason), or 1 with --require (`make test`), so a
 //   machine without NVRTC cannot pass the check silently.
-#include <glob.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -21,17 +19,6 @@
 namespace {
 
 using rb::transport::dma::Nvrtc;
-
-std::string wheel_library(const std::string& venv) {
-  std::string pattern = venv + "/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.*";
-  glob_t g{};
-  std::string found;
-  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc && found.empty(); ++i)
-      if (!std::strstr(g.gl_pathv[i], ".alt.")) found = g.gl_pathv[i];
-  globfree(&g);
-  return found;
-}
 
 bool has(const std::vector<char>& bytes, const std::string& needle) {
   return std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) != bytes.end();
@@ -63,7 +50,7 @@ int main(int argc, char** argv) {
     else if (a == "--venv" && i + 1 < argc) venv = argv[++i];
     else lib = a;
   }
-  if (lib.empty() && !std::getenv("RDMABENCH_NVRTC") && !venv.empty()) lib = wheel_library(venv);
+  if (lib.empty() && !std::getenv("RDMABENCH_NVRTC") && !venv.empty()) lib = rb::transport::dma::nvrtc_in_venv(venv);
   auto nvrtc = Nvrtc::load(lib);
   if (!nvrtc) {
     std::fprintf(stderr, "sm_kernel_compile: %s%s; `make kernel` installs it into .venv and runs this check\n",

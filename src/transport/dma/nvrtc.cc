@@ -1,6 +1,9 @@
 #include "transport/dma/nvrtc.hh"
 
+#include <glob.h>
+
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -59,6 +62,17 @@ Result<std::vector<char>> Nvrtc::output(Program prog, bool cubin) const {
   if (rc == 0) rc = cubin ? cubin_(prog, out.data()) : ptx_(prog, out.data());
   if (rc != 0) return Status(Errc::internal, fmt::format("NVRTC: reading the {}: {}", cubin ? "CUBIN" : "PTX", error(rc)));
   return out;
+}
+
+std::string nvrtc_in_venv(const std::string& venv) {
+  std::string pattern = venv + "/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.*";
+  glob_t g{};
+  std::string found;
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc && found.empty(); ++i)
+      if (!std::strstr(g.gl_pathv[i], ".alt.")) found = g.gl_pathv[i];  // the wheel's alternative build
+  globfree(&g);
+  return found;
 }
 
 Result<std::vector<char>> Nvrtc::compile(std::string_view source, const std::string& name, const std::string& arch) const {

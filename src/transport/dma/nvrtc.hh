@@ -11,6 +11,10 @@
 
 namespace rb::transport::dma {
 
+// The library of the nvidia-cuda-nvrtc wheel installed in the virtual environment `venv` (what
+// `make nvrtc` installs), or "" when there is none.
+std::string nvrtc_in_venv(const std::string& venv);
+
 class Nvrtc {
  public:
   // Tries `path` when given, then $RDMABENCH_NVRTC, libnvrtc.so, .so.13, .so.12 and CUDA's
