@@ -120,6 +120,47 @@ def test_a_datagram_from_another_host_reaches_only_its_own_tenants_qps(linked_ro
     datagrams_reach_only_their_tenant(a.sock, b.sock, world / "qpn.txt")
 
 
+def datagram_latency(p):
+    """vrdma_datagram send's microseconds from post to completion: p50, p99 and worst."""
+    assert p.returncode == 0, p.stdout + p.stderr
+    return {k: float(v) for k, v in re.findall(r"(p50_us|p99_us|worst_us)=([0-9.]+)", p.stdout)}
+
+
+@as_root
+def test_a_datagram_flood_to_another_host_costs_others_a_short_turn(linked_routers, world):
+    """Probe 21: uid nobody's 16 datagram QPs keep 4 KiB datagrams to another host's router in
+    flight (to QP numbers nobody has). Each costs the router a MAC and a sendmsg (20-40 us), and a
+    turn of the router's loop gave a tenant 128 requests: another tenant's next datagram waited
+    behind that many, 2-5 ms each (300 took 1-3.5 s between two hosts). A tenant's turn is now
+    held to the router's time too (kTenantTurnNs): the other tenant's datagrams each wait for one
+    short turn, and none for long. (The attacker's own datagrams wait too: a router sends at most
+    kDatagramsInFlight to another, 256 KiB of 4 KiB ones, ahead of anyone's next message.)"""
+    a, b = linked_routers
+    for r in (a, b):
+        os.chmod(r.sock, 0o777)
+    qpn_file = world / "qpn.txt"
+    listener = subprocess.Popen([DATAGRAM, b.sock, "listen", str(qpn_file), "40"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not (qpn_file.exists() and qpn_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alone = datagram_latency(run([DATAGRAM, a.sock, "send", str(qpn_file), "100"], timeout=60))
+    flood = subprocess.Popen([HOSTILE, a.sock, "ud-flood", b.sock, "16", "4096", "10"], user=NOBODY,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2)
+        beside = datagram_latency(run([DATAGRAM, a.sock, "send", str(qpn_file), "200"], timeout=60))
+    finally:
+        out, err = flood.communicate(timeout=60)
+        listener.kill()
+        listener.communicate()
+    assert flood.returncode == 0, out + err
+    flooded = int(re.search(r"posted=(\d+)", out).group(1))
+    assert flooded > 10000, out  # the flood ran
+    # Before: p50 0.7-1.6 ms on loopback (one turn of 128 datagrams); after: 0.18-0.31 ms.
+    assert beside["p50_us"] < 600 and beside["worst_us"] < 100_000, (alone, beside, out)
+
+
 def listen_port(r):
     return int(r.proc.args[r.proc.args.index("--listen") + 1].rsplit(":", 1)[1])
 

@@ -8,8 +8,10 @@
  *   vrdma_datagram SOCKET send FILE N [BYTES]  sends N datagrams of 64 B (or BYTES) to the QP in FILE with
  *                                              its Q_Key, N with another Q_Key and N to the next
  *                                              QP number (through an address handle when FILE
- *                                              names another router); prints "from QPN" and
- *                                              "sent ok=A failed=B"
+ *                                              names another router), each after the one before
+ *                                              completed; prints "from QPN", "sent ok=A
+ *                                              failed=B" and the microseconds from post to
+ *                                              completion: "p50_us=X p99_us=Y worst_us=Z"
  *   vrdma_datagram SOCKET rc-to FILE 0         connects an RC QP to the datagram QP in FILE (at
  *                                              its router, on this host or another); prints
  *                                              "connect errno=E" (0: it connected)
@@ -35,6 +37,11 @@ static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
 }
 
 static struct vrdma_qp* datagram_qp(struct vrdma_pd* pd, struct vrdma_cq* cq) {
@@ -125,7 +132,9 @@ static int send_to(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_
   struct vrdma_qp* qp = mr ? datagram_qp(pd, cq) : NULL;
   if (!qp) return die("send setup");
   printf("from %u\n", vrdma_qp_num(qp));
-  long ok = 0, failed = 0;
+  long ok = 0, failed = 0, sent = 0;
+  double* took_us = malloc(sizeof(double) * (size_t)(3 * n + 1));
+  if (!took_us) return die("memory");
   struct { uint32_t qpn, qkey; } to[3] = {{qpn, kQkey}, {qpn, kQkey + 1}, {(qpn + 1) & 0xffffff, kQkey}};
   for (int kind = 0; kind < 3; ++kind) {
     for (long i = 0; i < n; ++i) {
@@ -140,16 +149,23 @@ static int send_to(struct vrdma_context* ctx, struct vrdma_pd* pd, struct vrdma_
       wr.remote_qkey = to[kind].qkey;
       wr.remote_ah = ah;
       struct vrdma_send_wr* bad;
+      double posted = now_s();
       if (vrdma_post_send(qp, &wr, &bad)) return die("post_send");
       struct vrdma_wc wc;
       int got;
       while ((got = vrdma_poll_cq(cq, 1, &wc)) == 0) {
       }
       if (got < 0) return die("poll_cq");
+      took_us[sent++] = (now_s() - posted) * 1e6;
       wc.status == VRDMA_WC_SUCCESS ? ++ok : ++failed;
     }
   }
   printf("sent ok=%ld failed=%ld\n", ok, failed);
+  if (sent) {
+    qsort(took_us, (size_t)sent, sizeof(double), by_value);
+    printf("p50_us=%.1f p99_us=%.1f worst_us=%.1f\n", took_us[sent / 2], took_us[sent * 99 / 100], took_us[sent - 1]);
+  }
+  free(took_us);
   return 0;
 }
 

@@ -322,24 +322,26 @@ bool Router::pump(const std::vector<uint32_t>& list, Turns& turns, bool& deferre
   auto share_of = [&](TenantUsage* u) -> TurnShare& {
     for (TurnShare& s : turns.shares)
       if (s.usage == u) return s;
-    return turns.shares.emplace_back(TurnShare{u, kTenantTurnBytes, kTenantTurnOps});
+    return turns.shares.emplace_back(TurnShare{u, kTenantTurnBytes, kTenantTurnOps, kTenantTurnNs});
   };
   size_t n = list.size(), start = n ? turns.rotor++ % n : 0;  // not the same QP first each turn
   for (size_t i = 0; i < n; ++i) {
     auto it = qps_.find(list[(start + i) % n]);
     if (it == qps_.end()) continue;
     QpEntry& q = it->second;
+    TurnShare& share = share_of(&usage_.at(sessions_.at(q.owner).tenant.name));
+    if (share.spent()) {  // its tenant has had its turn: next turn (a remote QP may have answers to take)
+      busy = busy || q.remote || (q.view && !q.view->sends.empty());
+      continue;
+    }
+    int64_t began = now_ns();
     bool m;
     if (q.remote) {  // cross-host QPs are the control thread's alone (the fabric is), and it is the one here
-      m = pump_remote(q);
+      m = pump_remote(q);  // held to the tenant's share of the links; its time counts here
     } else {
-      TurnShare& share = share_of(&usage_.at(sessions_.at(q.owner).tenant.name));
-      if (share.spent()) {  // its tenant has had its turn: next turn
-        busy = busy || (q.view && !q.view->sends.empty());
-        continue;
-      }
       m = (q.flags & proto::datagram) ? pump_datagrams(q, deferred, share) : pump_qp(q, deferred, share);
     }
+    share.ns -= now_ns() - began;
     moved = m || moved;
     busy = busy || (m && !q.waiting);  // a QP that moved and then waits is no reason to spin
   }

@@ -48,6 +48,12 @@ constexpr int kBatch = 32;                 // requests of one QP per turn: QPs t
 // 1 MiB WRITE each held another tenant's 64 B WRITE for 133 ms a turn).
 constexpr uint64_t kTenantTurnBytes = kTurnBytes;
 constexpr int kTenantTurnOps = 4 * kBatch;
+// And the router's time one tenant takes in a turn: requests cost very different amounts (a 4 KiB
+// datagram to another host is a MAC and a sendmsg, 20-40 us; a 64 B copy, 0.1 us), so a share
+// counted in requests alone let a tenant's 128 datagrams a turn hold another tenant's next one
+// 5 ms each turn, and its 300 datagrams 1-3 s (probe 21). Each tenant still moves one request
+// a turn at least.
+constexpr int64_t kTenantTurnNs = 100'000;
 constexpr int64_t kRnrNs = 1'000'000'000;  // a SEND waits this long for a receive
 constexpr int kSpinRounds = 200;  // empty turns of the router path (each yields the core) before parking
 

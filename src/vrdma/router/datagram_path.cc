@@ -116,12 +116,14 @@ bool Router::pump_datagrams(QpEntry& q, bool& deferred, TurnShare& share) {
   const proto::Gid gid = proto::router_gid(opts_.listen.ip, opts_.listen.port);
   proto::SendEntry e;
   int done = 0;
+  const int64_t began = now_ns();
   for (; done < std::min(kBatch, share.ops) && q.view->sends.peek(e); ++done) {
     if (q.view->cqes.size() >= q.view->cqes.capacity()) {  // the owner has not taken our answers
       deferred = q.waiting = true;
       break;
     }
     int64_t now = now_ns();
+    if (done && now - began >= share.ns) break;  // its tenant's time in this turn is out (kTenantTurnNs)
     int status = VRDMA_WC_SUCCESS;
     uint32_t len = 0;
     auto ah = me.ahs.find(uint32_t(e.swap));  // 0: this host

@@ -276,12 +276,14 @@ struct TenantUsage {
 };
 
 // --threads N > 1: a thread moving a shard of the same-host router-path QPs.
-// What one tenant may still move in this turn of a loop (kTenantTurnBytes, kTenantTurnOps).
+// What one tenant may still move in this turn of a loop (kTenantTurnBytes, kTenantTurnOps), and
+// the router's time it may still take (kTenantTurnNs).
 struct TurnShare {
   TenantUsage* usage = nullptr;  // the tenant's
   uint64_t bytes = 0;
   int ops = 0;
-  bool spent() const { return !bytes || ops <= 0; }
+  int64_t ns = 0;
+  bool spent() const { return !bytes || ops <= 0 || ns <= 0; }
 };
 
 // A loop's turns over its QPs: where the next starts, and the tenants' shares (kept to reuse).
@@ -383,8 +385,11 @@ class Router final : private LinkSink {
   // that Q_Key; else null (the datagram is dropped).
   QpEntry* datagram_target(const std::string& tenant, uint32_t num, uint32_t qkey);
   // A datagram to another host's router, as a link message; false: it went nowhere (dropped).
-  // It goes only while the link is not busy (see link_busy).
-  static constexpr size_t kDatagramsInFlight = 256, kSendsInFlight = 2048;
+  // It goes only while the link is not busy (see link_busy). Every message to that router waits
+  // behind the datagrams in flight there: 64 of 4 KiB are 256 KiB, under 4 ms at the 72k a
+  // second a loaded router takes in (256 held a flood's 1 MiB ahead of other tenants), and
+  // still more than a router sends in the round trip of their completions.
+  static constexpr size_t kDatagramsInFlight = 64, kSendsInFlight = 2048;
   static constexpr int64_t kFailedLatelyNs = 10'000'000'000;
   bool link_busy(const proto::RouterAddress& to) const;
   bool failed_lately(const proto::RouterAddress& to) const;  // a message to it failed in the last 10 s
