@@ -20,6 +20,7 @@ rounds; the table gives medians and the ratio's range over the rounds.
 The two hosts are network namespaces joined by a veth, a vrdmad in each linked over ofi:tcp
 (needs root; without it those rows say why). With --loaded, two busy loops run throughout, one
 pinned to each CPU: a loaded host, the normal case on two cores. Client on CPU 0, server on CPU 1.
+The routers run at the priority the systemd unit gives them (Nice=-10; ROUTER_NICE=N to change it).
 Writes "## vrdma at its floors" (or "..., loaded host") in bench/RESULTS.md.
 
     bench/floors.py [--loaded] [path/to/build]
@@ -43,6 +44,7 @@ ARGS = [a for a in sys.argv[1:] if a != "--loaded"]
 LOADED = "--loaded" in sys.argv[1:]
 BUILD = Path(ARGS[0] if ARGS else ROOT / "build")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROUTER_NICE = int(os.environ.get("ROUTER_NICE", "-10"))  # packaging/systemd/vrdmad.service.in's Nice=
 # Under the busy loops every process waits for its turn on a core: fewer iterations, same rows.
 LAT_ITERS = int(os.environ.get("LAT_ITERS", "5000" if LOADED else "20000"))
 RATE_ITERS = int(os.environ.get("RATE_ITERS", "200000" if LOADED else "2000000"))
@@ -225,14 +227,15 @@ def main():
         raise SystemExit("floors.py: ucx_perftest not found (apt-get install ucx-utils; make compare installs it)")
     runs = {}
     router_dir = Path(tempfile.mkdtemp(prefix="vrdma-floors-"))
-    router = subprocess.Popen([str(BUILD / "vrdmad"), "--socket", str(router_dir / "s"), "-q"])
+    router = subprocess.Popen(["nice", "-n", str(ROUTER_NICE), str(BUILD / "vrdmad"), "--socket", str(router_dir / "s"),
+                               "-q"])
     os.environ["VRDMA_SOCKET"] = str(router_dir / "s")
     two = None
     try:
         while not (router_dir / "s").exists():
             time.sleep(0.02)
         ok, why = two_hosts.testbed.available()
-        two = two_hosts.Hosts(BUILD) if ok else None
+        two = two_hosts.Hosts(BUILD, ROUTER_NICE) if ok else None
         hosts = two.__enter__() if two else None
         with busy_loops(LOADED):
             for rnd in range(ROUNDS):
@@ -257,7 +260,8 @@ def write_section(runs, no_two_hosts):
              f"{os.cpu_count()} CPUs{', two busy loops pinned one per CPU throughout' if LOADED else ''}): each vrdma "
              f"figure beside its peer and the floor under it, {ROUNDS} rounds taking turns; medians, and the ratio to "
              "the peer with its range over the rounds. The floor column gives vrdma / floor. Client on CPU 0, server "
-             "on CPU 1; the two hosts are network namespaces joined by a veth, a vrdmad in each linked over ofi:tcp. "
+             f"on CPU 1; the routers at nice {ROUTER_NICE} (the systemd unit's). The two hosts are network namespaces "
+             "joined by a veth, a vrdmad in each linked over ofi:tcp. "
              "The two-host latency's floor is `relay_floor`: a 64 B message through a relay on each host (shared "
              "memory to it, TCP between the relays; every process polling and yielding, or the relays sleeping "
              "until their socket or endpoint wakes them, whichever is less), the least any design with a router per "

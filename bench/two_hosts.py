@@ -22,7 +22,7 @@ ROUTER_PORT = 7600
 class Host:
     """One side of the bed: its namespace, address and vrdmad."""
 
-    def __init__(self, bed, side, d, build):
+    def __init__(self, bed, side, d, build, nice=0):
         self.bed, self.side, self.sock = bed, side, str(d / f"{side}.sock")
         self.addr = bed.addr(1, side)
         key, config = d / "link.key", d / "cluster.toml"
@@ -30,7 +30,8 @@ class Host:
             key.write_text(os.urandom(32).hex() + "\n")
             key.chmod(0o600)
             config.write_text(f'[router]\nlink_key = "{key}"\n')
-        self.router = subprocess.Popen(bed.exec_argv(side, [str(build / "vrdmad"), "--socket", self.sock, "--listen",
+        pre = ["nice", "-n", str(nice)] if nice else []  # the systemd unit's Nice=, for instance
+        self.router = subprocess.Popen(bed.exec_argv(side, [*pre, str(build / "vrdmad"), "--socket", self.sock, "--listen",
                                                             f"{self.addr}:{ROUTER_PORT}", "--fabric", "ofi:tcp",
                                                             "--config", str(config), "-q"]))
         for _ in range(100):
@@ -51,8 +52,8 @@ class Host:
 class Hosts:
     """Context manager: the bed up and both routers started; all gone afterwards."""
 
-    def __init__(self, build):
-        self.build = Path(build)
+    def __init__(self, build, router_nice=0):
+        self.build, self.nice = Path(build), router_nice
 
     def __enter__(self):
         ok, why = testbed.available()
@@ -62,8 +63,8 @@ class Hosts:
         self.dir = Path(tempfile.mkdtemp(prefix="two-hosts-"))
         self.bed = testbed.Testbed(rails=1).up()
         try:
-            self.hosts = [Host(self.bed, "a", self.dir, self.build)]
-            self.hosts.append(Host(self.bed, "b", self.dir, self.build))
+            self.hosts = [Host(self.bed, "a", self.dir, self.build, self.nice)]
+            self.hosts.append(Host(self.bed, "b", self.dir, self.build, self.nice))
         except BaseException:
             self.__exit__()
             raise
