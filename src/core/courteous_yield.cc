@@ -2,7 +2,12 @@
 
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 
 namespace rb {
 namespace {
@@ -20,6 +25,11 @@ constexpr int kYieldsPerLate = 8;  // at most this many yields from one late one
 constexpr int64_t kHoldOffNs = 1'000'000'000;
 // How long a router naps before it parks: its peer's next request usually comes sooner.
 constexpr int64_t kNappingNs = 10'000'000;
+// How long a thread keeps its high priority after a late yield. On a quiet machine a stray one
+// (an interrupt, a daemon; one or two a second here) costs the shortest keep at the priority that
+// takes a core from the router's own clients. Beside a busy neighbour every lowered yield is late
+// (a time slice, 4 ms), so late yields that come soon after the last keep double it, up to a second.
+constexpr int64_t kKeepMinNs = 10'000'000, kKeepMaxNs = 1'000'000'000;
 
 int64_t now_ns() {
   timespec t;
@@ -54,16 +64,47 @@ bool CourteousYield::yield() {
   return true;
 }
 
-IdleSpin::IdleSpin(int rounds) : rounds_(rounds) {
+IdleSpin::IdleSpin(int rounds) : rounds_(rounds), tid_(int(gettid())) {
   prctl(PR_SET_TIMERSLACK, 1000UL);  // the default 50 us would turn a 20 us nap into 70
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, id_t(tid_));
+  // Lowered only where it can be raised again (root, CAP_SYS_NICE or RLIMIT_NICE): tried once.
+  if (!errno && nice < 0 && setpriority(PRIO_PROCESS, id_t(tid_), 0) == 0)
+    nice_ = setpriority(PRIO_PROCESS, id_t(tid_), nice) == 0 ? nice : 0;
+}
+
+IdleSpin::~IdleSpin() {
+  if (lowered_) restore();
+}
+
+void IdleSpin::lower() {
+  if (nice_ < 0 && !lowered_ && now_ns() >= keep_until_ns_) lowered_ = setpriority(PRIO_PROCESS, id_t(tid_), 0) == 0;
+}
+
+void IdleSpin::restore() {
+  if (setpriority(PRIO_PROCESS, id_t(tid_), nice_) != 0) nice_ = 0;  // cannot: never lowered again
+  lowered_ = false;
 }
 
 IdleSpin::Turn IdleSpin::turn() {
   if (turns_++ == 0) started_ns_ = now_ns();
-  if (yield_.core_hoarded()) return now_ns() - started_ns_ < kNappingNs ? Turn::nap : Turn::park;
-  if (turns_ >= rounds_) return Turn::park;
+  bool hoarded = yield_.core_hoarded();
+  if (hoarded || turns_ >= rounds_) {
+    if (lowered_) restore();
+    return hoarded && now_ns() - started_ns_ < kNappingNs ? Turn::nap : Turn::park;
+  }
+  lower();
+  int64_t t0 = now_ns();
   yield_.yield();
-  return yield_.core_hoarded() ? Turn::nap : Turn::again;
+  if (lowered_ && now_ns() - t0 > kLateYieldNs) {  // a neighbour wants the core
+    restore();
+    int64_t now = now_ns();
+    keep_ns_ = now - keep_until_ns_ > 4 * keep_ns_ ? kKeepMinNs : std::min(2 * keep_ns_, kKeepMaxNs);
+    keep_until_ns_ = now + keep_ns_;
+  }
+  if (!yield_.core_hoarded()) return Turn::again;
+  if (lowered_) restore();
+  return Turn::nap;
 }
 
 }  // namespace rb

@@ -31,21 +31,43 @@ class CourteousYield {
 
 // The idle stretch of a router loop: yield turns while they stay cheap, then park. Where the
 // core is hoarded it naps instead, for a while, then parks.
+//
+// A thread given a high priority (the router's unit runs it at nice -10) gives it up while it
+// spins with nothing to do: spinning at nice -10 it kept a whole core from the client and server
+// it shared two cores with (a router-path 64 B WRITE took 3.6-3.9 us, against 1.5-2.0 us at nice
+// 0). It takes it back for work, for a nap and to park (so a wake-up preempts a busy neighbour),
+// and for a while (10 ms to 1 s) after a yield that came back late (a neighbour wants the core:
+// at nice 0 the router waits out the neighbour's time slice).
 class IdleSpin {
  public:
   enum class Turn { again, nap, park };
   static constexpr int64_t kNapNs = 20'000;
 
-  explicit IdleSpin(int rounds);  // sets the calling thread's timer slack so a nap is that short
-  void worked() { turns_ = 0; }
+  // Sets the calling thread's timer slack so a nap is that short, and notes its priority.
+  explicit IdleSpin(int rounds);
+  ~IdleSpin();
+  IdleSpin(const IdleSpin&) = delete;
+  IdleSpin& operator=(const IdleSpin&) = delete;
+  void worked() {
+    turns_ = 0;
+    if (lowered_) restore();
+  }
   // One idle turn: `again` after a yield, `nap` to sleep kNapNs (woken early by a kick), `park`.
   Turn turn();
 
  private:
+  void lower();
+  void restore();
+
   int rounds_;
   int turns_ = 0;
   int64_t started_ns_ = 0;
   CourteousYield yield_;
+  int tid_ = 0;
+  int nice_ = 0;              // the thread's own, below 0 when it may be lowered
+  bool lowered_ = false;      // spinning at nice 0 now
+  int64_t keep_until_ns_ = 0;  // after a late yield, not lowered before this
+  int64_t keep_ns_ = 0;        // how long the last late yield kept it
 };
 
 }  // namespace rb

@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <ctime>
+#include <functional>
 #include <optional>
+#include <thread>
 
 #include "core/affinity.hh"
 #include "forked_child.hh"
@@ -118,6 +122,57 @@ TEST(IdleSpin, WithoutHoardingParksAfterItsRounds) {
   while ((t = spin.turn()) == IdleSpin::Turn::again) ++again;
   // Three late yields in five would take a busy neighbour; without one it is the rounds.
   if (t == IdleSpin::Turn::park) EXPECT_EQ(again, 4);
+}
+
+int my_nice() { return getpriority(PRIO_PROCESS, id_t(gettid())); }
+
+// Runs `body` on a thread of its own at nice -10 (so this process's other threads keep theirs);
+// false when this user may not raise a priority.
+bool at_nice_minus_10(const std::function<void()>& body) {
+  bool allowed = false;
+  std::thread([&] {
+    if (setpriority(PRIO_PROCESS, id_t(gettid()), -10) != 0) return;
+    allowed = true;
+    body();
+  }).join();
+  return allowed;
+}
+
+TEST(IdleSpin, AHighPriorityGoesWhileItSpinsIdleAndComesBackForWork) {
+  int seen_lowered = 0, after_work = 1, after_park = 1, after_end = 1;
+  bool ran = at_nice_minus_10([&] {
+    {
+      IdleSpin spin(1'000'000);
+      // A yield that comes back late (another process wanted this CPU) keeps the priority for a
+      // while: on a quiet machine most turns spin at nice 0.
+      for (int i = 0; i < 200; ++i)
+        if (spin.turn() == IdleSpin::Turn::again && my_nice() == 0) ++seen_lowered;
+      spin.worked();
+      after_work = my_nice();
+    }
+    after_end = my_nice();
+    IdleSpin parking(2);
+    while (parking.turn() == IdleSpin::Turn::again) {
+    }
+    after_park = my_nice();  // parked (or napping): a wake-up should preempt at its priority
+  });
+  if (!ran) GTEST_SKIP() << "this user may not run a thread at nice -10";
+  EXPECT_GT(seen_lowered, 0);
+  EXPECT_EQ(after_work, -10);
+  EXPECT_EQ(after_end, -10);
+  EXPECT_EQ(after_park, -10);
+}
+
+TEST(IdleSpin, APriorityOfZeroOrLessUrgentIsLeftAlone) {
+  int before = my_nice(), during = before;
+  std::thread([&] {
+    IdleSpin spin(50);
+    for (int i = 0; i < 20; ++i) {
+      spin.turn();
+      during = std::max(during, my_nice());
+    }
+  }).join();
+  EXPECT_EQ(during, before);
 }
 
 }  // namespace
