@@ -1,13 +1,16 @@
 #include "core/courteous_yield.hh"
 
+#include <linux/capability.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 namespace rb {
 namespace {
@@ -37,7 +40,23 @@ int64_t now_ns() {
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
+bool has_cap_sys_nice() {
+  __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+  if (syscall(SYS_capget, &head, data) != 0) return false;
+  return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
+}
+
 }  // namespace
+
+// Without CAP_SYS_NICE a thread may take a nice value below its own only down to 20 minus
+// RLIMIT_NICE: a router started at nice -10 by a unit that drops every capability, and lowered to
+// 0, could never come back (the unit sets LimitNICE=-10 so that it can).
+bool may_raise_to(int nice) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NICE, &r) == 0 && (r.rlim_cur == RLIM_INFINITY || 20 - int64_t(r.rlim_cur) <= nice)) return true;
+  return has_cap_sys_nice();
+}
 
 bool CourteousYield::core_hoarded() const { return hoarded_until_ns_ && now_ns() < hoarded_until_ns_; }
 
@@ -68,9 +87,7 @@ IdleSpin::IdleSpin(int rounds) : rounds_(rounds), tid_(int(gettid())) {
   prctl(PR_SET_TIMERSLACK, 1000UL);  // the default 50 us would turn a 20 us nap into 70
   errno = 0;
   int nice = getpriority(PRIO_PROCESS, id_t(tid_));
-  // Lowered only where it can be raised again (root, CAP_SYS_NICE or RLIMIT_NICE): tried once.
-  if (!errno && nice < 0 && setpriority(PRIO_PROCESS, id_t(tid_), 0) == 0)
-    nice_ = setpriority(PRIO_PROCESS, id_t(tid_), nice) == 0 ? nice : 0;
+  if (!errno && nice < 0 && may_raise_to(nice)) nice_ = nice;
 }
 
 IdleSpin::~IdleSpin() {

@@ -131,6 +131,7 @@ def test_the_unit_verifies_and_ships_a_config_vrdmad_takes(root_tree, tmp_path):
     prefix = next(p for p in installed(root_tree, "vrdmad").parents if (p / "bin").is_dir())
     text = unit.read_text()
     assert "User=vrdma" in text and "CapabilityBoundingSet=\n" in text and "RuntimeDirectory=vrdma" in text
+    assert "Nice=-10\n" in text and "LimitNICE=-10\n" in text  # so the router, with no capability, gets -10 back
     here = str(prefix).removeprefix(str(root_tree))
     moved = tmp_path / "vrdmad.service"
     moved.write_text(text.replace(here + "/", str(prefix) + "/"))

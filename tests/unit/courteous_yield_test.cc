@@ -163,6 +163,40 @@ TEST(IdleSpin, AHighPriorityGoesWhileItSpinsIdleAndComesBackForWork) {
   EXPECT_EQ(after_park, -10);
 }
 
+// In a child at nice -10 that then becomes uid nobody (no capabilities) with RLIMIT_NICE
+// `nice_limit`: 0 when IdleSpin kept the priority at every turn, 1 when some turn spun at nice 0 and
+// work brought -10 back, 2 when it was lost, 77 when this user may not set it up.
+int idle_spin_as_nobody(rlim_t nice_limit) {
+  rlimit lim{nice_limit, nice_limit};
+  if (setpriority(PRIO_PROCESS, 0, -10) != 0 || setrlimit(RLIMIT_NICE, &lim) != 0) return 77;
+  if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) return 77;
+  IdleSpin spin(1'000'000);
+  bool lowered = false;
+  for (int i = 0; i < 200; ++i) {
+    spin.turn();
+    lowered = lowered || my_nice() == 0;
+    if (my_nice() != 0 && my_nice() != -10) return 2;
+  }
+  spin.worked();
+  if (my_nice() != -10) return 2;
+  return lowered ? 1 : 0;
+}
+
+TEST(IdleSpin, WithoutTheRightToRaiseItAgainAHighPriorityIsKept) {
+  // The unit runs vrdmad as its own user with no capabilities: lowered to 0, it could not come back.
+  test::ForkedChild child([] { return idle_spin_as_nobody(0); });
+  int code = child.wait(30);
+  if (code == 77) GTEST_SKIP() << "this user may not set a thread to nice -10 or become nobody";
+  EXPECT_EQ(code, 0);
+}
+
+TEST(IdleSpin, RlimitNiceLetsItLowerAndRaise) {
+  test::ForkedChild child([] { return idle_spin_as_nobody(30); });  // LimitNICE=-10
+  int code = child.wait(30);
+  if (code == 77) GTEST_SKIP() << "this user may not set a thread to nice -10 or become nobody";
+  EXPECT_EQ(code, 1);
+}
+
 TEST(IdleSpin, APriorityOfZeroOrLessUrgentIsLeftAlone) {
   int before = my_nice(), during = before;
   std::thread([&] {
