@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -23,11 +24,14 @@ struct LivePair {
 
 class RoundRunner {
  public:
-  RoundRunner(Hosts& hosts, const model::RunSpec& spec, Outcome& out, const RecordWriter& write, const std::atomic<bool>& stop)
-      : hosts_(hosts), spec_(spec), out_(out), write_(write), stop_(stop) {}
+  // `spec` asks each pair for one measurement; the runner is told which of `passes` it is in.
+  RoundRunner(Hosts& hosts, const model::RunSpec& spec, int passes, Outcome& out, const RecordWriter& write,
+              const std::atomic<bool>& stop)
+      : hosts_(hosts), spec_(spec), passes_(passes), out_(out), write_(write), stop_(stop) {}
 
-  // Runs one round to its end; false when a pair failed or the run was stopped.
-  bool run(int round, const Round& pairs, uint64_t& session, Status& ended) {
+  // Runs one round of pass `pass` to its end; false when a pair failed or the run was stopped.
+  bool run(int pass, int round, const Round& pairs, uint64_t& session, Status& ended) {
+    pass_ = pass;
     std::vector<LivePair> live;
     for (const auto& p : pairs) {
       auto ctl = hosts_.start(p, session++, spec_);
@@ -42,7 +46,7 @@ class RoundRunner {
     auto last_alive = Clock::now();
     while (!all_done(live)) {
       if (stop_.load()) {
-        ended = {Errc::interrupted, fmt::format("interrupted in round {}: the records above are what was gathered", round + 1)};
+        ended = {Errc::interrupted, fmt::format("interrupted in {}: the records above are what was gathered", where(round))};
         return false;
       }
       for (auto& lp : live) step(round, lp, ended);
@@ -64,6 +68,10 @@ class RoundRunner {
   }
 
  private:
+  std::string where(int round) const {
+    return passes_ > 1 ? fmt::format("pass {}, round {}", pass_ + 1, round + 1) : fmt::format("round {}", round + 1);
+  }
+
   static bool all_done(const std::vector<LivePair>& live) {
     for (const auto& lp : live)
       if (!lp.done()) return false;
@@ -110,12 +118,16 @@ class RoundRunner {
     r->round = round;
     r->src = p.src;
     r->dst = p.dst;
+    r->repeat = pass_;
+    r->line["repeat"] = pass_;
+    r->line["repeats"] = passes_;
     r->line["cluster"] = {{"pattern", pattern_text(out_.pattern)}, {"round", round},
                           {"src_rank", p.src}, {"dst_rank", p.dst},
                           {"src_host", out_.names[size_t(p.src)]}, {"dst_host", out_.names[size_t(p.dst)]},
                           {"hosts", out_.names.size()}, {"line_gbps", m.line_gbps},
                           {"bootstrap", out_.reached_by}};
-    fmt::print("round {:>3}  {} -> {}  {} {} {:>6}  {:>9.3f} Gb/s  {:>9.4f} Mop/s  p50 {:>9.2f} us{}\n", round + 1,
+    std::string pass = passes_ > 1 ? fmt::format("pass {} ", pass_ + 1) : "";
+    fmt::print("{}round {:>3}  {} -> {}  {} {} {:>6}  {:>9.3f} Gb/s  {:>9.4f} Mop/s  p50 {:>9.2f} us{}\n", pass, round + 1,
                out_.names[size_t(p.src)], out_.names[size_t(p.dst)], r->op, r->mode, format_bytes(r->size), r->gbps,
                r->mops, r->p50_us, r->partial ? "  (partial)" : "");
     std::fflush(stdout);
@@ -145,11 +157,12 @@ class RoundRunner {
           first = fmt::format("{} -> {}: {}", out_.names[size_t(lp.pair.src)], out_.names[size_t(lp.pair.dst)], lp.error);
       }
     std::string gone = hosts_.unreachable(involved, stop_);
-    ended = {Errc::peer_gone, fmt::format("round {}: {}{}{}", round + 1, gone, gone.empty() ? "" : "; ", first)};
+    ended = {Errc::peer_gone, fmt::format("{}: {}{}{}", where(round), gone, gone.empty() ? "" : "; ", first)};
   }
 
   Hosts& hosts_;
   const model::RunSpec& spec_;
+  int passes_ = 1, pass_ = 0;
   Outcome& out_;
   const RecordWriter& write_;
   const std::atomic<bool>& stop_;
@@ -166,14 +179,21 @@ Outcome coordinate(Hosts& hosts, const model::RunSpec& spec, const Pattern& patt
   ended = {};
   auto rounds = schedule(pattern, int(out.names.size()));
   if (!rounds) return ended = rounds.status(), out;
-  out.rounds_planned = rounds->size();
-  RoundRunner runner(hosts, spec, out, write, stop);
+  // --repeat N runs the whole pattern N times, each pair measuring once a pass: a burst of noise
+  // then lands on different pairs in each repeat. Run back to back, one host's rounds shared a
+  // burst in every repeat and a healthy host was named slow (a CI run: 0.67 x in both repeats).
+  int passes = std::max(1, spec.repeat);
+  model::RunSpec once = spec;
+  once.repeat = 1;
+  out.rounds_planned = rounds->size() * size_t(passes);
+  RoundRunner runner(hosts, once, passes, out, write, stop);
   uint64_t session = 1;
-  for (size_t r = 0; r < rounds->size(); ++r) {
-    bool ok = runner.run(int(r), (*rounds)[r], session, ended);
-    out.rounds_run = r + 1;
-    if (!ok || !ended) break;
-  }
+  for (int pass = 0; pass < passes; ++pass)
+    for (size_t r = 0; r < rounds->size(); ++r) {
+      bool ok = runner.run(pass, int(r), (*rounds)[r], session, ended);
+      ++out.rounds_run;
+      if (!ok || !ended) return out;
+    }
   return out;
 }
 
