@@ -21,6 +21,8 @@ class Hub {
   virtual Channel link(int peer, int send_tag, int recv_tag) = 0;
   // "MPI" or "PMIx", for messages.
   virtual const char* kind() const = 0;
+  // A rank of the job is gone: leave it without the collective exit that would wait for it.
+  virtual void leave_alone() {}
 };
 
 enum class HubKind { automatic, pmix, mpi };

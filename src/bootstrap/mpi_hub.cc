@@ -91,7 +91,7 @@ class MpiHub final : public Hub {
       room_->stop();
       thread_.join();
     }
-    MPI_Finalize();
+    if (collective_exit_) MPI_Finalize();  // else the process ends without it: the launcher copes
   }
   void start(std::shared_ptr<Mailroom> room) {
     room_ = std::move(room);
@@ -103,10 +103,12 @@ class MpiHub final : public Hub {
   const std::string& data_ip_of(int r) const override { return room_->ip_of(r); }
   Channel link(int peer, int send_tag, int recv_tag) override { return mail_link(room_, peer, send_tag, recv_tag); }
   const char* kind() const override { return "MPI"; }
+  void leave_alone() override { collective_exit_ = false; }
 
  private:
   std::shared_ptr<Mailroom> room_;
   std::thread thread_;
+  bool collective_exit_ = true;  // MPI_Finalize waits for every rank, a dead one included
 };
 
 // Every rank's text, in rank order, through one MPI_Allgather of fixed-size slots.

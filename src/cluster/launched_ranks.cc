@@ -14,6 +14,7 @@
 #include "engine/drive.hh"
 #include "engine/serve_run.hh"
 #include "bootstrap/hub.hh"
+#include "core/exit_watchdog.hh"
 #include "core/netif.hh"
 
 namespace rb::cluster {
@@ -21,6 +22,7 @@ namespace {
 
 // Message tags. Commands travel on two fixed tags; pair `session` owns the eight from 8*(session+1).
 constexpr int kToAgent = 1, kToCoordinator = 2;
+constexpr double kLeaveSlackS = 10;  // beyond --timeout, for the last rank to finish its report
 enum SessionTag { coord_to_driver, driver_to_coord, client_to_server, server_to_client, coord_to_server, server_to_coord };
 int tag(uint64_t session, SessionTag t) { return int(8 * (session + 1) + uint64_t(t)); }
 
@@ -36,11 +38,14 @@ class Agent {
     for (auto& t : threads_) t.join();
   }
 
+  // Rank 0's commands until its Bye; an error when rank 0 went silent or away.
+  bool told_ranks_lost() const { return ranks_lost_; }
+
   Status run() {
     while (true) {
       auto m = coordinator_.receive(&stop_);
       if (!m) return halt_.store(true), m.status();
-      if (std::holds_alternative<protocol::Bye>(*m)) return {};
+      if (auto* bye = std::get_if<protocol::Bye>(&*m)) return ranks_lost_ = bye->ranks_lost, Status{};
       if (auto* d = std::get_if<protocol::Drive>(&*m)) threads_.emplace_back([this, d = *d] { drive(d); });
       else if (auto* s = std::get_if<protocol::Serve>(&*m)) threads_.emplace_back([this, s = *s] { serve(s); });
       else if (std::holds_alternative<protocol::Ping>(*m)) (void)coordinator_.send(protocol::Pong{});
@@ -77,6 +82,7 @@ class Agent {
   bootstrap::Hub& hub_;
   const ClusterJob& job_;
   const std::atomic<bool>& stop_;
+  bool ranks_lost_ = false;  // rank 0's Bye said a rank is gone
   std::atomic<bool> halt_{false};  // stops this rank's pairs: the agent ended
   protocol::Peer coordinator_;
   std::list<std::thread> threads_;
@@ -140,16 +146,19 @@ class LaunchedHosts final : public Hosts {
     for (size_t i = 0; i < asked.size(); ++i)
       if (!answered[i])
         text += fmt::format("{}rank {} ({}) does not answer", text.empty() ? "" : "; ", asked[i], hub_.host_of(asked[i]));
+    ranks_lost_ |= !text.empty();
     return text;
   }
 
+  bool ranks_lost() const { return ranks_lost_; }
   void finish() {
-    for (auto& a : agents_) (void)a.send(protocol::Bye{});
+    for (auto& a : agents_) (void)a.send(protocol::Bye{ranks_lost_});
   }
 
  private:
   bootstrap::Hub& hub_;
   std::vector<protocol::Peer> agents_;
+  bool ranks_lost_ = false;  // unreachable() named a rank
 };
 
 // The address this rank's data path uses: --data-net's, else the one the host name resolves to
@@ -173,6 +182,33 @@ Result<std::string> data_ip(const std::string& net) {
   return i.ip;
 }
 
+struct RankEnd {
+  int code;
+  bool ranks_lost;  // a rank of the job is gone, or rank 0 is: nobody to wait for at the exit
+};
+
+// This rank's part once the hub is up: rank 0 coordinates (and serves as an agent), the others
+// serve as agents.
+RankEnd run_rank(bootstrap::Hub& h, const ClusterJob& job, const Coordinate& coordinate, const std::atomic<bool>& stop) {
+  if (h.size() < 2) {
+    if (h.rank() == 0) fmt::print(stderr, "rdmabench: error: --cluster: the launcher started 1 rank; start 2 or more (mpirun -np 4)\n");
+    return {2, false};
+  }
+  Agent agent(h, job, stop);
+  if (h.rank() != 0) {
+    Status st = agent.run();
+    if (!st) fmt::print(stderr, "rdmabench: rank {} ({}): error: {}\n", h.rank(), h.host_of(h.rank()), st.message());
+    return {st.is_ok() ? 0 : st.code() == Errc::interrupted ? 130 : 1, !st || agent.told_ranks_lost()};
+  }
+  Status agent_status;
+  std::thread own([&] { agent_status = agent.run(); });
+  LaunchedHosts hosts(h, job.spec.timeout_s);
+  int code = coordinate(hosts);
+  hosts.finish();
+  own.join();
+  return {code, hosts.ranks_lost()};
+}
+
 }  // namespace
 
 int run_launched_ranks(int* argc, char*** argv, const ClusterJob& job, const Coordinate& coordinate,
@@ -184,23 +220,15 @@ int run_launched_ranks(int* argc, char*** argv, const ClusterJob& job, const Coo
     fmt::print(stderr, "rdmabench: error: --cluster: {}\n", hub.status().message());
     return hub.status().code() == Errc::invalid_argument || hub.status().code() == Errc::unsupported ? 2 : 1;
   }
-  auto& h = **hub;
-  if (h.size() < 2) {
-    if (h.rank() == 0) fmt::print(stderr, "rdmabench: error: --cluster: the launcher started 1 rank; start 2 or more (mpirun -np 4)\n");
-    return 2;
-  }
-  Agent agent(h, job, stop);
-  if (h.rank() != 0) {
-    Status st = agent.run();
-    if (!st) fmt::print(stderr, "rdmabench: rank {} ({}): error: {}\n", h.rank(), h.host_of(h.rank()), st.message());
-    return st.is_ok() ? 0 : st.code() == Errc::interrupted ? 130 : 1;
-  }
-  Status agent_status;
-  std::thread own([&] { agent_status = agent.run(); });
-  LaunchedHosts hosts(h, job.spec.timeout_s);
-  int code = coordinate(hosts);
-  hosts.finish();
-  own.join();
+  auto [code, ranks_lost] = run_rank(**hub, job, coordinate, stop);
+  // Leaving an MPI job is collective (MPI_Finalize waits for every rank), so with a rank dead it
+  // can wait for good: once in six runs with a rank killed, every rank left hung in it. Where a
+  // rank is known lost, leave alone; where one died unseen, the watchdog ends the wait.
+  if (ranks_lost) (*hub)->leave_alone();
+  double limit = job.spec.timeout_s + kLeaveSlackS;
+  ExitWatchdog leaving(limit, fmt::format("rdmabench: rank {}: leaving the {} job took over {:g} s (a rank gone?); exiting without it",
+                                          (*hub)->rank(), (*hub)->kind(), limit), code);
+  hub->reset();
   return code;
 }
 

@@ -136,6 +136,7 @@ json body(const Drive& m) {
 json body(const Serve& m) { return {{"from_rank", m.from_rank}, {"session", m.session}}; }
 json body(const PairRecord& m) { return {{"line", m.line}, {"line_gbps", m.line_gbps}}; }
 json body(const Error& m) { return {{"code", errc_name(m.code)}, {"message", m.message}}; }
+json body(const Bye& m) { return m.ranks_lost ? json{{"ranks_lost", true}} : json::object(); }
 template <class M>
 json body(const M&) {  // messages without fields
   return json::object();
@@ -244,6 +245,13 @@ Result<Message> record_from(const json& j) {
   return f.done(std::move(m));
 }
 
+Result<Message> bye_from(const json& j) {
+  Fields f(j, Bye::kType);
+  Bye m;
+  if (j.contains("ranks_lost")) m.ranks_lost = f.get<bool>("ranks_lost");  // cluster mode's last Bye only
+  return f.done(std::move(m));
+}
+
 Result<Message> error_from(const json& j) {
   Fields f(j, Error::kType);
   Error m;
@@ -282,7 +290,7 @@ Result<Message> from_json(const nlohmann::json& j) {
   if (type == Alive::kType) return Message(Alive{});
   if (type == End::kType) return end_from(j);
   if (type == PhaseOutcome::kType) return outcome_from(j);
-  if (type == Bye::kType) return Message(Bye{});
+  if (type == Bye::kType) return bye_from(j);
   if (type == Error::kType) return error_from(j);
   if (type == Drive::kType) return drive_from(j);
   if (type == Serve::kType) return serve_from(j);

@@ -24,6 +24,7 @@
 //   Serve (from, session)   ->     MPI only: the target rank serves that pair; <- Bye | Error
 //   Ping                    ->     MPI only, after a failure: is this rank still there?
 //                           <-     Pong
+//   Bye (ranks_lost)        ->     MPI only, the run is over: leave the job, alone where a rank is lost
 //
 // Either side may send Alive at any time; a receiver skips it but counts it as a sign of life,
 // which is what lets every wait be bounded by the run's --timeout even while the other side is
@@ -118,6 +119,9 @@ struct PhaseOutcome {
 
 struct Bye {
   static constexpr const char* kType = "bye";
+  // Cluster mode, rank 0 to its ranks: a rank of the job is gone, so leave it without waiting for
+  // every rank (the launcher's collective exit would wait for the dead one for good).
+  bool ranks_lost = false;
 };
 
 struct Error {

@@ -94,6 +94,15 @@ TEST(Messages, ErrorKeepsItsCodeAndUnknownCodesBecomeInternal) {
   EXPECT_EQ(status_of(Error{Errc::interrupted, "server stopped"}).code(), Errc::io);
 }
 
+TEST(Messages, AByeSaysWhetherARankIsLostOnlyWhenOneIs) {
+  EXPECT_EQ(to_json(Bye{}), (json{{"type", "bye"}}));  // as every Bye before the field was
+  EXPECT_TRUE(std::get<Bye>(round_trip(Bye{true})).ranks_lost);
+  EXPECT_FALSE(std::get<Bye>(round_trip(Bye{})).ranks_lost);
+  auto odd = from_json(json{{"type", "bye"}, {"ranks_lost", "yes"}});
+  ASSERT_FALSE(odd.is_ok());
+  EXPECT_NE(odd.status().message().find("'ranks_lost'"), std::string::npos) << odd.status().message();
+}
+
 TEST(Messages, MalformedMessagesNameTheField) {
   auto missing = from_json(json{{"type", "hello"}, {"version", kVersion}});
   ASSERT_FALSE(missing.is_ok());
