@@ -47,16 +47,17 @@ bool has_cap_sys_nice() {
   return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
 }
 
-}  // namespace
-
-// Without CAP_SYS_NICE a thread may take a nice value below its own only down to 20 minus
-// RLIMIT_NICE: a router started at nice -10 by a unit that drops every capability, and lowered to
-// 0, could never come back (the unit sets LimitNICE=-10 so that it can).
+// Whether the calling thread may set its nice value to `nice`. Without CAP_SYS_NICE a thread may
+// take a nice value below its own only down to 20 minus RLIMIT_NICE: a router started at nice -10
+// by a unit that drops every capability, and lowered to 0, could never come back (the unit sets
+// LimitNICE=-10 so that it can).
 bool may_raise_to(int nice) {
   rlimit r{};
   if (getrlimit(RLIMIT_NICE, &r) == 0 && (r.rlim_cur == RLIM_INFINITY || 20 - int64_t(r.rlim_cur) <= nice)) return true;
   return has_cap_sys_nice();
 }
+
+}  // namespace
 
 bool CourteousYield::core_hoarded() const { return hoarded_until_ns_ && now_ns() < hoarded_until_ns_; }
 

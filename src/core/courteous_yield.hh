@@ -15,9 +15,6 @@
 
 namespace rb {
 
-// Whether the calling thread may set its nice value to `nice` (CAP_SYS_NICE or RLIMIT_NICE).
-bool may_raise_to(int nice);
-
 class CourteousYield {
  public:
   // Gives the core away unless a recent yield cost a whole time slice. True when it yielded.

@@ -32,8 +32,7 @@ class SpinnerBeside : public ::testing::Test {
     ASSERT_TRUE(pin_this_thread(cpu_));
     spinner_.emplace([cpu = cpu_] {
       if (!pin_this_thread(cpu)) return 3;
-      for (volatile uint64_t i = 0;; i = i + 1) {
-      }
+      for (;;) asm volatile("" ::: "memory");  // a spinner the compiler may not remove
       return 0;
     });
     ASSERT_TRUE(spinner_->started());
@@ -121,7 +120,9 @@ TEST(IdleSpin, WithoutHoardingParksAfterItsRounds) {
   IdleSpin::Turn t;
   while ((t = spin.turn()) == IdleSpin::Turn::again) ++again;
   // Three late yields in five would take a busy neighbour; without one it is the rounds.
-  if (t == IdleSpin::Turn::park) EXPECT_EQ(again, 4);
+  if (t == IdleSpin::Turn::park) {
+    EXPECT_EQ(again, 4);
+  }
 }
 
 int my_nice() { return getpriority(PRIO_PROCESS, id_t(gettid())); }
