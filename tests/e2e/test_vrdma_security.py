@@ -2,6 +2,7 @@
 (tests/vrdma/vrdma_hostile.c, mostly as uid nobody) against a real router, and checks what the
 router promises: no tenant reaches another's QPs, no request costs the router more than its own
 work, the well-behaved tenant is served meanwhile, nothing is held without limit."""
+import contextlib
 import fcntl
 import json
 import os
@@ -1764,6 +1765,68 @@ def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
     u1.close()
     peer.close()
     listener.close()
+
+
+# A Unix socket that keeps refilling itself with copies of itself, handed to the router as a stray
+# descriptor, fed for `seconds` (run as another uid).
+SELF_FEEDING_SOCKET = """
+import resource, socket, sys, time
+path, seconds = sys.argv[1], float(sys.argv[2])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # its descriptors in flight count against it
+q0, q1 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+def feed():
+    try:
+        socket.send_fds(q0, [b"x"], [q1.fileno()] * 253, socket.MSG_DONTWAIT)
+        return True
+    except OSError:
+        return False
+for _ in range(60):
+    if not feed():
+        break
+def hand_over():
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(path)
+    try:
+        socket.send_fds(c, [b"x"], [q1.fileno()])  # garbage: the router drops c, and q1 goes to its closer
+    except OSError:
+        pass  # too many of its own in flight: the next try
+    return c
+c, end, again = hand_over(), time.time() + seconds, time.time() + 0.5
+while time.time() < end:
+    if not feed():
+        time.sleep(0.0001)
+    if time.time() > again:
+        c.close()
+        c, again = hand_over(), time.time() + 0.5
+print("fed")
+"""
+
+
+@as_root
+def test_a_unix_socket_full_of_itself_cannot_fill_the_routers_descriptors(router):
+    """A stray Unix socket is emptied of the descriptors queued in it before it is closed. One that
+    its sender keeps filling with copies of itself (253 a packet) took the router from 30 to 20,000
+    descriptors, its limit: other tenants' connections waited 600 ms and their sessions were dropped.
+    Any uid can pass one, tenant or not."""
+    r = router()
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    attack = subprocess.Popen(["/usr/bin/python3", "-c", SELF_FEEDING_SOCKET, r.sock, "6"], user=NOBODY,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    most = baseline
+    try:
+        time.sleep(1)
+        ping = start_ping(r.sock, 3)
+        while attack.poll() is None:
+            with contextlib.suppress(FileNotFoundError):
+                most = max(most, len(os.listdir(f"/proc/{r.proc.pid}/fd")))
+            time.sleep(0.05)
+    finally:
+        out, err = attack.communicate(timeout=30)
+    assert attack.returncode == 0 and "fed" in out, out + err
+    assert_served(ping_result(ping))
+    assert most < baseline + 4096, f"the router held {most} descriptors (from {baseline})"
+    assert r.proc.poll() is None
 
 
 # --- vrdmad --metrics ---------------------------------------------------------------------------
