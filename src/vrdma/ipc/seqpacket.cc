@@ -93,7 +93,10 @@ Result<Packet> recv_packet(int sock, size_t max, int timeout_ms, const std::func
       else if (stray) stray(std::move(taken));
     }
   }
-  if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || size_t(n) > max || total_fds > 2) {
+  // With room for SCM_MAX_FD, a cut control part means this process could not take them (out of
+  // descriptors): the packet is the sender's as sent, and the caller says so rather than dropping it.
+  bool lost = (m.msg_flags & MSG_CTRUNC) && !(m.msg_flags & MSG_TRUNC) && size_t(n) <= max && total_fds <= 2;
+  if (!lost && ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || size_t(n) > max || total_fds > 2)) {
     if (stray) {
       stray(std::move(out.fd));
       stray(std::move(out.fd2));
@@ -101,6 +104,7 @@ Result<Packet> recv_packet(int sock, size_t max, int timeout_ms, const std::func
     return Status(Errc::io, fmt::format("a packet over {} B (or with more than two descriptors) was refused", max));
   }
   out.bytes.resize(size_t(n));
+  out.fds_lost = lost;
   return out;
 }
 

@@ -20,6 +20,7 @@ Status send_packet(int sock, std::span<const uint8_t> bytes, int fd = -1, int fd
 struct Packet {
   std::vector<uint8_t> bytes;  // empty: the peer closed the connection
   UniqueFd fd, fd2;            // descriptors that came with it, in the order sent
+  bool fds_lost = false;       // the receiver was out of descriptors: some that came were not taken
 };
 // Receives one packet of at most `max` bytes, waiting at most `timeout_ms` (-1: no limit).
 // Errc::timeout when none came in time, Errc::peer_gone on a reset. Descriptors past two, or

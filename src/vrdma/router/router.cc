@@ -422,6 +422,9 @@ void Router::serve(Session& s) {
     drop(s.id);
     return;
   }
+  // Out of descriptors, the kernel took what came with a well-formed request away: a session
+  // dropped for it (seen while a hostile uid filled the router's table) cost a tenant its QPs.
+  if (p->fds_lost) return answer(s, error(s, *parsed.msg, EMFILE, "the router is out of descriptors: try again"));
   if (auto why = wrong_fds(*parsed.msg, *p)) return answer(s, error(s, *parsed.msg, EINVAL, *why));
   answer(s, handle(s, *parsed.msg, *p));
 }
