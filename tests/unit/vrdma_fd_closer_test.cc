@@ -51,6 +51,31 @@ TEST(FdCloser, AStuckCloseIsLeftToItsThreadAndTheRestGoesOn) {
   close(fds[0]);
 }
 
+// What a client passed counts against its uid until its close returns: the router serves a uid
+// no further while too many of its descriptors wait (a close of its that never returns included).
+TEST(FdCloser, DescriptorsCountAgainstTheirOwnerUntilClosed) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  {
+    FdCloser closer;
+    closer.drop_later(std::shared_ptr<void>(new int(0), [released](int* p) {
+      released.wait();
+      delete p;
+    }));
+    closer.close_later(UniqueFd(fds[1]), 4242);
+    closer.close_later(UniqueFd(dup(fds[0])));  // the router's own: counted against nobody
+    EXPECT_EQ(closer.waiting_from(4242), 1u);
+    EXPECT_EQ(closer.waiting_from(FdCloser::kNoOwner), 0u);
+    EXPECT_TRUE(writer_gone(fds[0], int(3 * FdCloser::kStuckNs / 1'000'000)));
+    for (int i = 0; i < 100 && closer.waiting_from(4242); ++i) usleep(10'000);
+    EXPECT_EQ(closer.waiting_from(4242), 0u);
+    release.set_value();
+  }
+  close(fds[0]);
+}
+
 TEST(FdCloser, WhatIsQueuedIsLetGoOfBeforeItEnds) {
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);

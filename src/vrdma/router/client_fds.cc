@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -105,9 +106,14 @@ struct FdCloser::Worker {
 };
 
 struct FdCloser::Shared {
+  struct Item {
+    int fd;
+    int64_t owner;
+  };
   std::mutex mu;
   std::condition_variable work_cv, watch_cv;
-  std::deque<int> fds;
+  std::deque<Item> fds;
+  std::map<int64_t, size_t> by_owner;  // descriptors queued or in a close, per owner
   std::deque<std::shared_ptr<void>> things;
   bool stop = false;
   int stuck = 0;  // workers left in a close
@@ -127,7 +133,7 @@ bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == 
 // kMaxWaiting wait already. A socket it has seen (this one included) is closed at once: a copy,
 // whose close releases nothing. A sender that keeps the queue full of copies of the socket itself
 // once took the router to its descriptor limit through here.
-void empty_unix_socket(FdCloser::Shared& sh, int fd) {
+void empty_unix_socket(FdCloser::Shared& sh, int fd, int64_t owner) {
   std::vector<struct stat> seen(1);
   if (fstat(fd, &seen[0]) != 0) return;
   for (int packets = 0; packets < 100000; ++packets) {
@@ -163,16 +169,17 @@ void empty_unix_socket(FdCloser::Shared& sh, int fd) {
       }
     }
     std::lock_guard lk(sh.mu);
-    sh.fds.insert(sh.fds.end(), fresh.begin(), fresh.end());
+    for (int f : fresh) sh.fds.push_back({f, owner});
+    if (owner != FdCloser::kNoOwner) sh.by_owner[owner] += fresh.size();
   }
 }
 
-void close_one(FdCloser::Shared& sh, int fd) {
+void close_one(FdCloser::Shared& sh, int fd, int64_t owner) {
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
     int domain = 0;
     socklen_t len = sizeof domain;
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) empty_unix_socket(sh, fd);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) empty_unix_socket(sh, fd, owner);
     linger now{1, 0};  // abortive: a close that waits for unsent data waits for nobody
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
   } else if (isatty(fd)) {
@@ -195,10 +202,13 @@ void work(std::shared_ptr<FdCloser::Shared> sh, std::shared_ptr<FdCloser::Worker
       lk.unlock();
       thing.reset();  // the last reference: unmapped here
     } else {
-      int fd = sh->fds.front();
+      auto item = sh->fds.front();
       sh->fds.pop_front();
       lk.unlock();
-      close_one(*sh, fd);
+      close_one(*sh, item.fd, item.owner);
+      lk.lock();
+      if (auto it = sh->by_owner.find(item.owner); it != sh->by_owner.end() && --it->second == 0) sh->by_owner.erase(it);
+      lk.unlock();
     }
     lk.lock();
     me->busy_since_ns = 0;
@@ -275,11 +285,18 @@ void FdCloser::drop_later(std::shared_ptr<void> thing) {
   sh_->work_cv.notify_all();
 }
 
-void FdCloser::close_later(UniqueFd fd) {
+size_t FdCloser::waiting_from(int64_t owner) const {
+  std::lock_guard lk(sh_->mu);
+  auto it = sh_->by_owner.find(owner);
+  return it == sh_->by_owner.end() ? 0 : it->second;
+}
+
+void FdCloser::close_later(UniqueFd fd, int64_t owner) {
   if (!fd) return;
   {
     std::lock_guard lk(sh_->mu);
-    sh_->fds.push_back(fd.release());
+    sh_->fds.push_back({fd.release(), owner});
+    if (owner != kNoOwner) ++sh_->by_owner[owner];
   }
   sh_->work_cv.notify_all();
 }

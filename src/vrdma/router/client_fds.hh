@@ -36,20 +36,25 @@ bool ring_doorbell(int fd);
 // and a fresh one goes on with the rest (at most kMaxStuck left at once). And the descriptors
 // waiting here are bounded: a Unix socket its sender keeps filling (with copies of itself) is
 // emptied only while fewer than kMaxWaiting wait, and copies of a socket already held are closed
-// at once (not the last reference, so nothing waits).
+// at once (not the last reference, so nothing waits). A descriptor a client passed is counted
+// against its uid until its close returns (waiting_from), so the router can stop taking more from
+// a uid whose closes do not return.
 class FdCloser {
  public:
   static constexpr int64_t kStuckNs = 1'000'000'000;
   static constexpr int kMaxStuck = 16;
   static constexpr size_t kMaxWaiting = 2048;
+  static constexpr int64_t kNoOwner = -1;
 
   FdCloser();
   ~FdCloser();
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
-  void close_later(UniqueFd fd);
+  // `owner`: the uid that passed it (and whatever is queued in it), or kNoOwner for the router's own.
+  void close_later(UniqueFd fd, int64_t owner = kNoOwner);
   void drop_later(std::shared_ptr<void> thing);
-  int stuck() const;  // threads left in a close that has not returned
+  int stuck() const;                         // threads left in a close that has not returned
+  size_t waiting_from(int64_t owner) const;  // the owner's descriptors not closed yet
 
   struct Shared;  // the work, shared with the threads (a stuck one outlives this object)
   struct Worker;
