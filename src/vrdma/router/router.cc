@@ -291,10 +291,6 @@ Status Router::handle_event(const epoll_event& ev, bool& stop) {
   return {};
 }
 
-// A uid with this many descriptors it passed still waiting to be closed is served no further
-// (its sessions dropped, its connections refused) until they are: far above what closing a
-// process's every context at once leaves waiting.
-constexpr size_t kMaxClosingPerUid = 512;
 // A client has this long to say hello: a connection that says nothing holds a descriptor.
 constexpr int64_t kHelloNs = 2'000'000'000;
 // Out of descriptors, the listen socket leaves epoll for this long (else it is readable at once
@@ -316,24 +312,22 @@ Status Router::accept_clients() {
       return sys_error("accept4");
     }
     auto cred = ipc::peer_cred(c.get());
-    if (!cred) {
-      closer_->close_later(std::move(c));  // whatever it queued is closed off the loop
-      continue;
-    }
+    if (!cred) continue;
     uint32_t& held = clients_of_uid_[cred->uid];
     if (held >= opts_.tenants.router().max_clients_per_uid) {
-      refuse(std::move(c), cred->uid, EUSERS,
-             fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held));
+      // Told why in one packet, then closed: one uid cannot take the router's descriptors. Its
+      // hello, usually queued by now, is read first: a socket closed with unread input resets,
+      // and the client would see that instead of the reason.
+      char drain[proto::kMaxMessage];
+      while (recv(c.get(), drain, sizeof drain, MSG_DONTWAIT) > 0) {
+      }
+      proto::Error e;
+      e.err = EUSERS;
+      proto::put_text(e.message, sizeof e.message,
+                      fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held));
+      (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
       log_limited(fmt::format("cap {}", cred->uid),
                   fmt::format("uid {} (pid {}) refused: {} connections, its max_clients_per_uid", cred->uid, cred->pid, held));
-      continue;
-    }
-    if (closer_->waiting_from(cred->uid) >= kMaxClosingPerUid) {
-      refuse(std::move(c), cred->uid, EMFILE,
-             fmt::format("uid {}: descriptors it passed are not closed yet; try again once they are", cred->uid));
-      log_limited(fmt::format("closing {}", cred->uid),
-                  fmt::format("uid {} (pid {}) refused: {} descriptors it passed wait to be closed", cred->uid, cred->pid,
-                              closer_->waiting_from(cred->uid)));
       continue;
     }
     uint32_t id = next_id_++;
@@ -348,24 +342,6 @@ Status Router::accept_clients() {
     s.hello_by_ns = now_ns() + kHelloNs;
   }
   return {};
-}
-
-// Told why in one packet, then closed: its hello, usually queued by now, is read first (a socket
-// closed with unread input resets, and the client would see that instead of the reason), and
-// what came with it goes to the closer, as the socket itself does.
-void Router::refuse(UniqueFd c, uint32_t uid, int err, const std::string& why) {
-  auto stray = [&](UniqueFd fd) { closer_->close_later(std::move(fd), uid); };
-  for (int i = 0; i < 16; ++i) {
-    auto p = ipc::recv_packet(c.get(), proto::kMaxMessage, 0, stray);
-    if (!p || p->bytes.empty()) break;
-    stray(std::move(p->fd));
-    stray(std::move(p->fd2));
-  }
-  proto::Error e;
-  e.err = err;
-  proto::put_text(e.message, sizeof e.message, why);
-  (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
-  closer_->close_later(std::move(c), uid);
 }
 
 void Router::resume_accepting() {
@@ -423,16 +399,7 @@ void Router::log_limited(const std::string& key, const std::string& line) {
 }
 
 void Router::serve(Session& s) {
-  if (closer_->waiting_from(s.uid) >= kMaxClosingPerUid) {
-    // Every descriptor a packet brings is the router's until closed: a uid whose closes do not
-    // return (its own FUSE server's files) would otherwise fill the table through any session.
-    log_limited(fmt::format("closing {}", s.uid),
-                fmt::format("client {} (pid {}, uid {}): {} descriptors it passed wait to be closed; disconnected", s.id,
-                            s.pid, s.uid, closer_->waiting_from(s.uid)));
-    drop(s.id);
-    return;
-  }
-  auto stray = [this, uid = s.uid](UniqueFd fd) { closer_->close_later(std::move(fd), uid); };
+  auto stray = [this](UniqueFd fd) { closer_->close_later(std::move(fd)); };
   auto p = ipc::recv_packet(s.sock.get(), proto::kMaxMessage, 0, stray);
   if (!p || p->bytes.empty()) {
     drop(s.id);
@@ -441,12 +408,11 @@ void Router::serve(Session& s) {
   struct Leftovers {  // whatever the handler did not take is closed off this thread
     ipc::Packet& p;
     FdCloser& c;
-    uint32_t uid;
     ~Leftovers() {
-      c.close_later(std::move(p.fd), uid);
-      c.close_later(std::move(p.fd2), uid);
+      c.close_later(std::move(p.fd));
+      c.close_later(std::move(p.fd2));
     }
-  } leftovers{*p, *closer_, s.uid};
+  } leftovers{*p, *closer_};
   proto::Parsed parsed = proto::parse(p->bytes);
   if (!parsed.msg) {
     // A client that speaks something else is not served further: nothing it sends can be trusted.
@@ -550,7 +516,7 @@ void Router::drop(uint32_t id) {
                     s.pds.size(), s.mrs.size()));
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
-  closer_->close_later(std::move(s.sock), s.uid);  // descriptors still queued in it close with it
+  closer_->close_later(std::move(s.sock));  // descriptors still queued in it close with it
   if (auto c = clients_of_uid_.find(s.uid); c != clients_of_uid_.end() && --c->second == 0) clients_of_uid_.erase(c);
   sessions_.erase(it);
   resume_accepting();  // a descriptor came free

@@ -327,7 +327,6 @@ class Router final : private LinkSink {
   Status accept_clients();
   Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
-  void refuse(UniqueFd c, uint32_t uid, int err, const std::string& why);
   void drop(uint32_t id);
   // One request; the reply (or error) is sent by the caller. Returns the reply bytes and the
   // descriptor to pass along (or -1).
