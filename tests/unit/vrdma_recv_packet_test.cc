@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 #include <gtest/gtest.h>
 
 #include "forked_child.hh"
