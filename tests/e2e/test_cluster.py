@@ -379,11 +379,12 @@ def records_and_hosts(path):
 def test_the_host_behind_the_slow_pairs_is_named(rdmabench, tmp_path, hosts, slowed, egress_only):
     """The relative verdict on pairs misses a slow host whose pairs are the median: the host
     verdict names it, as a sender (its egress slowed) or both ways (its links slowed), and no
-    other host, in the table and in a per-host JSON record."""
+    other host, in the table and in a per-host JSON record. Three repeats, as a healthy run has:
+    with two, an unslowed side of host 1 measured 0.67 and 0.73 x in both (2 pairs against 2)."""
     with mesh_of_servers(rdmabench, tmp_path, hosts) as m:
         m.slow_host(slowed, "50mbit", egress_only=egress_only)
         out = tmp_path / "c.jsonl"
-        r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "2", "--json", str(out)]),
+        r = run(coordinator(m, rdmabench, ["-t", "tcp", "-s", "64K", "-D", "0.5", "--repeat", "3", "--json", str(out)]),
                 timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     name = f"{m.addr(slowed)}:7471"
@@ -397,7 +398,7 @@ def test_the_host_behind_the_slow_pairs_is_named(rdmabench, tmp_path, hosts, slo
     assert set(verdicts[0]) == {"schema", "kind", "op", "mode", "size", "host", "name", "threshold", "sends",
                                 "receives", "slow"}  # as docs/output-format.md lists them
     v = verdicts[slowed]
-    assert v["sends"]["slow"] and v["sends"]["ratio"] < 0.2 and v["sends"]["repeats_slow"] == 2, v
+    assert v["sends"]["slow"] and v["sends"]["ratio"] < 0.2 and v["sends"]["repeats_slow"] == 3, v
     assert v["receives"]["slow"] == (not egress_only), v
 
 

@@ -99,10 +99,13 @@ class Mesh:
     def _shape_data_only(ns, dev, rate):
         # Two classes of an htb that never shapes (the kernel here has no prio qdisc): class 1:2, the
         # default, holds the bucket; a TCP segment under 128 bytes, a pure ack (40 to 80 bytes of
-        # headers, no payload), goes to class 1:1, unshaped.
+        # headers, no payload), goes to class 1:1, unshaped. The burst is explicit: at 100gbit tc
+        # computes a burst of 0 bytes, and every ack then waited for htb's timer (all of them
+        # counted as overlimits), which a busy machine fires late.
         _ip_tc(ns, ["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2"])
         for cls in ("1:1", "1:2"):
-            _ip_tc(ns, ["class", "add", "dev", dev, "parent", "1:", "classid", cls, "htb", "rate", "100gbit"])
+            _ip_tc(ns, ["class", "add", "dev", dev, "parent", "1:", "classid", cls, "htb", "rate", "10gbit",
+                        "burst", "4mb", "cburst", "4mb"])
         _ip_tc(ns, ["qdisc", "add", "dev", dev, "parent", "1:2", *_tbf(rate)])
         _ip_tc(ns, ["filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                     "match", "ip", "protocol", "6", "0xff", "match", "u16", "0x0000", "0xff80", "at", "2",
