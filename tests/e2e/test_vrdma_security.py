@@ -4,6 +4,7 @@ router promises: no tenant reaches another's QPs, no request costs the router mo
 work, the well-behaved tenant is served meanwhile, nothing is held without limit."""
 import contextlib
 import fcntl
+import inspect
 import json
 import os
 import re
@@ -1767,6 +1768,46 @@ def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
     listener.close()
 
 
+# Holds 4 connections (its uid's max_clients_per_uid), then, `tries` times, connects once more
+# and sends a TCP socket lingering `linger` s with unsent data in its first packet, keeping no copy.
+LINGER_PAST_THE_CAP = """
+import socket, struct, sys, time
+path, tries, linger = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+keep, sent = [], 0
+for _ in range(4):
+    keep.append(socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+    keep[-1].connect(path)
+for _ in range(tries):
+    s, peer, listener = lingering_tcp_socket(linger)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(path)
+    try:
+        socket.send_fds(c, [b"x" * 24], [s.fileno()])
+        sent += 1
+    except OSError:  # refused before it was sent: this close is the last, so not a lingering one
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()  # the copy in flight is the last
+    keep += [listener, peer, c]
+    time.sleep(0.2)
+print("sent", sent)
+"""
+
+
+@as_root
+def test_a_lingering_socket_sent_past_the_connection_cap_costs_nothing(router):
+    """A connection over its uid's max_clients_per_uid is told why and closed; what it had sent is
+    read first (else the client sees a reset, not the reason). That read took no descriptors: the
+    kernel dropped them, in the router's loop, where a TCP socket with unsent data and SO_LINGER,
+    whose last reference it was, closed and waited out its linger. Now they go to the closer."""
+    r = router('[router]\nmax_clients_per_uid = 4\n')
+    ping = start_ping(r.sock, 3)
+    script = inspect.getsource(lingering_tcp_socket) + LINGER_PAST_THE_CAP
+    attack = run(["/usr/bin/python3", "-c", script, r.sock, "10", "20"], timeout=60, user=NOBODY)
+    assert attack.returncode == 0 and re.search(r"sent [1-9]", attack.stdout), attack.stdout + attack.stderr
+    assert_served(ping_result(ping))
+    assert "max_clients_per_uid" in r.log.read_text()
+
+
 # A Unix socket that keeps refilling itself with copies of itself, handed to the router as a stray
 # descriptor, fed for `seconds` (run as another uid).
 SELF_FEEDING_SOCKET = """
@@ -1826,6 +1867,100 @@ def test_a_unix_socket_full_of_itself_cannot_fill_the_routers_descriptors(router
     assert attack.returncode == 0 and "fed" in out, out + err
     assert_served(ping_result(ping))
     assert most < baseline + 4096, f"the router held {most} descriptors (from {baseline})"
+    assert r.proc.poll() is None
+
+
+# Opens the stalled filesystem's file n times and hands the descriptors to the router with a
+# garbage packet (the router drops the connection and closes them); then, `again` times, connects
+# and prints what the router answers. Its own closes would wait too: it ends only once the
+# filesystem does.
+STUCK_CLOSES = """
+import os, socket, sys, time
+path, file, n, again = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+fds = [os.open(file, os.O_RDONLY) for _ in range(n)]
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect(path)
+socket.send_fds(c, [b"x"], fds)
+print("sent", flush=True)
+c.settimeout(5)
+c.recv(4096)  # the router drops it: b"" once it has read the packet
+time.sleep(0.5)
+for _ in range(again):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.settimeout(5)
+    c.connect(path)
+    c.send(b"hello?")
+    try:
+        print("answer", c.recv(4096)[24:].split(b"\\0")[0].decode(errors="replace"), flush=True)
+    except OSError as e:
+        print("answer", e, flush=True)
+    c.close()
+"""
+
+
+@contextlib.contextmanager
+def stalled_filesystem(world):
+    """A FUSE mount whose server never answers FLUSH: every close of its file "f" waits until the
+    server ends (on leaving), which lets them all return."""
+    mnt = world / "stalled"
+    mnt.mkdir()
+    mnt.chmod(0o755)
+    fs = subprocess.Popen([str(BUILD / "stalled_fuse"), str(mnt)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        line = fs.stdout.readline()
+        if "ready" not in line:
+            pytest.skip(f"no FUSE mount here: {fs.stderr.read().strip()}")
+        yield mnt / "f"
+    finally:
+        fs.terminate()
+        fs.wait(timeout=10)
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def router_threads(r):
+    return len(os.listdir(f"/proc/{r.proc.pid}/task"))
+
+
+@as_root
+def test_a_close_that_never_returns_holds_up_no_other_close(router, world):
+    """A file on a FUSE mount whose server never answers FLUSH, handed to the router as a stray
+    descriptor by another uid: its close() waits for ever, and every close and unmapping queued
+    behind it on the router's closer waited too (24 descriptors became 3,880 in 5 s under churn).
+    Now such a close runs on a thread of its own; the uid that passed it, once 8 of its closes do
+    not return, is not served (its connections refused, unread) until they do."""
+    r = router()
+    baseline_fds, baseline_threads = len(os.listdir(f"/proc/{r.proc.pid}/fd")), router_threads(r)
+    with stalled_filesystem(world) as file:
+        attack = subprocess.Popen(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, str(file), "40", "2"],
+                                  user=NOBODY, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
+        ping = start_ping(r.sock, 2)
+        most = 0
+        for _ in range(200):  # other clients come and go: each socket is closed by the closer
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+                c.connect(r.sock)
+            most = max(most, len(os.listdir(f"/proc/{r.proc.pid}/fd")))
+            time.sleep(0.005)
+        assert_served(ping_result(ping))
+        # A stuck close frees its descriptor before it waits; 32 threads a uid, its other 8 wait for one.
+        held = baseline_fds + 3 + 8
+        deadline = time.time() + 3
+        while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > held and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(os.listdir(f"/proc/{r.proc.pid}/fd")) <= held, f"most {most}, from {baseline_fds}"
+        assert router_threads(r) > baseline_threads  # the stuck closes, each on its own thread
+        answers = [attack.stdout.readline() for _ in range(2)]
+        assert all("wait in closes that have not returned" in a for a in answers), answers
+        assert "refused: uid" in r.log.read_text() and "closes that have not returned" in r.log.read_text()
+        assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+    attack.communicate(timeout=30)  # its own closes returned with the filesystem
+    deadline = time.time() + 5
+    while router_threads(r) > baseline_threads and time.time() < deadline:
+        time.sleep(0.05)
+    assert router_threads(r) == baseline_threads  # every close returned, and its thread ended
+    again = run(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, "/dev/null", "1", "1"], timeout=30, user=NOBODY)
+    assert "closes that have not returned" not in again.stdout, again.stdout  # served again (and refused as no tenant)
     assert r.proc.poll() is None
 
 

@@ -114,14 +114,16 @@ void FdCloser::drop_later(std::shared_ptr<void> thing) {
   cv_.notify_one();
 }
 
-void FdCloser::close_later(UniqueFd fd) {
+void FdCloser::close_later(UniqueFd fd, int64_t owner) {
   if (!fd) return;
   {
     std::lock_guard lk(mu_);
-    fds_.push_back(fd.release());
+    fds_.emplace_back(fd.release(), owner);
   }
   cv_.notify_one();
 }
+
+bool FdCloser::stalled(int64_t uid) const { return uid != kNoOwner && slow_.open_from(uid) >= kStalledAt; }
 
 void FdCloser::run() {
   std::unique_lock lk(mu_);
@@ -136,37 +138,41 @@ void FdCloser::run() {
       lk.lock();
       continue;
     }
-    int fd = fds_.front();
+    auto [fd, owner] = fds_.front();
     fds_.pop_front();
     lk.unlock();
-    close_one(fd);
+    close_one(fd, owner);
     lk.lock();
   }
 }
 
-void FdCloser::close_one(int fd) {
+void FdCloser::close_one(int fd, int64_t owner) {
+  if (stalled(owner)) return slow_.close(fd, owner);  // its wait, if any, on a thread of its own
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
     int domain = 0;
     socklen_t len = sizeof domain;
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) empty_unix_socket(fd);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX) empty_unix_socket(fd, owner);
     linger now{1, 0};  // abortive: a close that waits for unsent data waits for nobody
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
   } else if (isatty(fd)) {
     tcflush(fd, TCOFLUSH);  // a tty's close waits for its output to drain
+  } else if (close_may_wait(fd)) {
+    return slow_.close(fd, owner);
   }
   close(fd);
 }
 
 // Takes the descriptors still queued in a Unix socket (they are closed in turn, the same way), but
-// only while fewer than kMaxWaiting wait; a copy of a socket already seen (this one included) is
+// only while fewer than kMaxWaiting wait and its owner is not stalled (each packet may bring 253
+// more of a kind whose close never returns); a copy of a socket already seen (this one included) is
 // closed at once: a socket has no flush, and another reference is held, so nothing waits. A sender
 // that kept the queue full of copies of the socket itself once took the router to its limit.
 //
 // The work is bounded too (a sender refills the queue as fast as it is read): at most kMaxPackets
 // packets. What is left is the sender's own to keep, while it holds the socket; once it is gone,
 // the last close lets the kernel drop it here.
-void FdCloser::empty_unix_socket(int fd) {
+void FdCloser::empty_unix_socket(int fd, int64_t owner) {
   constexpr size_t kMaxWaiting = 2048;
   constexpr int kMaxPackets = 256;
   std::vector<struct stat> seen(1);
@@ -176,6 +182,7 @@ void FdCloser::empty_unix_socket(int fd) {
       std::lock_guard lk(mu_);
       if (fds_.size() >= kMaxWaiting) return;
     }
+    if (stalled(owner)) return;
     char data[4096];
     iovec iov{data, sizeof data};
     alignas(cmsghdr) char ctl[CMSG_SPACE(253 * sizeof(int))];
@@ -205,7 +212,7 @@ void FdCloser::empty_unix_socket(int fd) {
       }
     }
     std::lock_guard lk(mu_);
-    fds_.insert(fds_.end(), fresh.begin(), fresh.end());
+    for (int f : fresh) fds_.emplace_back(f, owner);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/unique_fd.hh"
+#include "vrdma/router/slow_closes.hh"
 
 namespace rb::vrdma {
 
@@ -32,24 +33,38 @@ bool ring_doorbell(int fd);
 // TCP socket with a long SO_LINGER sent inside one would otherwise close, and wait, in here for
 // as long as its sender chose). Freeing the last mapping of gigabytes a client touched takes
 // the kernel a quarter of a second: that happens here too, not on a loop.
+//
+// A wait that cannot be taken out (a file on a FUSE mount whose server never answers FLUSH) is
+// never had here: such a close goes to SlowCloses, a thread of its own. A descriptor is counted
+// against the uid that passed it until its close returns; a uid with kStalledAt of them not
+// closed is `stalled`, and everything more of its is closed on its own threads, nothing taken
+// out of its sockets.
 class FdCloser {
  public:
+  static constexpr int64_t kNoOwner = SlowCloses::kNoOwner;
+  static constexpr size_t kStalledAt = 8;
+
   FdCloser();
   ~FdCloser();
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
-  void close_later(UniqueFd fd);
+  // `owner`: the uid that passed it, or kNoOwner for the router's own.
+  void close_later(UniqueFd fd, int64_t owner = kNoOwner);
   void drop_later(std::shared_ptr<void> thing);
+  // True while kStalledAt or more of the descriptors `uid` passed wait in closes not returned.
+  bool stalled(int64_t uid) const;
+  size_t slow_threads() const { return slow_.threads(); }
 
  private:
   void run();
-  void close_one(int fd);
-  void empty_unix_socket(int fd);
+  void close_one(int fd, int64_t owner);
+  void empty_unix_socket(int fd, int64_t owner);
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<int> fds_;
+  std::deque<std::pair<int, int64_t>> fds_;  // descriptor, owner
   std::deque<std::shared_ptr<void>> things_;
   bool stop_ = false;
+  SlowCloses slow_;
   std::thread thread_;
 };
 

@@ -297,6 +297,33 @@ constexpr int64_t kHelloNs = 2'000'000'000;
 // again, and the loop spins); a client that goes brings it back sooner.
 constexpr int64_t kAcceptPauseNs = 100'000'000;
 
+// Told why in one packet, then closed off the loop: one uid cannot take the router's descriptors.
+// When `read_first`, what it sent already (its hello, usually) is read first, its descriptors to
+// the closer: a socket closed with unread input resets, and the client would see that instead of
+// the reason; and a descriptor the kernel dropped here would close here, where a socket it passed
+// with a long SO_LINGER would hold the loop.
+void Router::refuse_connection(UniqueFd c, uint32_t uid, int err, const std::string& why, bool read_first) {
+  auto stray = [this, uid](UniqueFd fd) { closer_->close_later(std::move(fd), uid); };
+  for (int packets = 0; read_first && packets < 16; ++packets) {
+    auto p = ipc::recv_packet(c.get(), proto::kMaxMessage, 0, stray);
+    if (!p || p->bytes.empty()) break;
+    closer_->close_later(std::move(p->fd), uid);
+    closer_->close_later(std::move(p->fd2), uid);
+  }
+  proto::Error e;
+  e.err = err;
+  proto::put_text(e.message, sizeof e.message, why);
+  (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
+  closer_->close_later(std::move(c), uid);
+}
+
+bool Router::stalled(uint32_t uid) const { return uid != 0 && closer_->stalled(uid); }
+
+std::string Router::stalled_text(uint32_t uid) const {
+  return fmt::format("uid {}: {} or more descriptors it passed wait in closes that have not returned (a file on a "
+                     "stalled filesystem?); it is served again once they return", uid, FdCloser::kStalledAt);
+}
+
 Status Router::accept_clients() {
   while (accepting_) {
     UniqueFd c(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
@@ -312,20 +339,21 @@ Status Router::accept_clients() {
       return sys_error("accept4");
     }
     auto cred = ipc::peer_cred(c.get());
-    if (!cred) continue;
+    if (!cred) {
+      closer_->close_later(std::move(c));
+      continue;
+    }
+    if (stalled(cred->uid)) {
+      // Not even its hello is read: that would take in more of its descriptors.
+      refuse_connection(std::move(c), cred->uid, EAGAIN, stalled_text(cred->uid), false);
+      log_limited(fmt::format("stalled {}", cred->uid),
+                  fmt::format("uid {} (pid {}) refused: {}", cred->uid, cred->pid, stalled_text(cred->uid)));
+      continue;
+    }
     uint32_t& held = clients_of_uid_[cred->uid];
     if (held >= opts_.tenants.router().max_clients_per_uid) {
-      // Told why in one packet, then closed: one uid cannot take the router's descriptors. Its
-      // hello, usually queued by now, is read first: a socket closed with unread input resets,
-      // and the client would see that instead of the reason.
-      char drain[proto::kMaxMessage];
-      while (recv(c.get(), drain, sizeof drain, MSG_DONTWAIT) > 0) {
-      }
-      proto::Error e;
-      e.err = EUSERS;
-      proto::put_text(e.message, sizeof e.message,
-                      fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held));
-      (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
+      refuse_connection(std::move(c), cred->uid, EUSERS,
+                        fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held), true);
       log_limited(fmt::format("cap {}", cred->uid),
                   fmt::format("uid {} (pid {}) refused: {} connections, its max_clients_per_uid", cred->uid, cred->pid, held));
       continue;
@@ -399,7 +427,13 @@ void Router::log_limited(const std::string& key, const std::string& line) {
 }
 
 void Router::serve(Session& s) {
-  auto stray = [this](UniqueFd fd) { closer_->close_later(std::move(fd)); };
+  if (stalled(s.uid)) {  // nothing more is taken from it: what it queued goes with the socket, unread
+    log_limited(fmt::format("stalled {}", s.uid), fmt::format("client {} (pid {}, uid {}) dropped: {}", s.id, s.pid, s.uid,
+                                                              stalled_text(s.uid)));
+    drop(s.id);
+    return;
+  }
+  auto stray = [this, uid = s.uid](UniqueFd fd) { closer_->close_later(std::move(fd), uid); };
   auto p = ipc::recv_packet(s.sock.get(), proto::kMaxMessage, 0, stray);
   if (!p || p->bytes.empty()) {
     drop(s.id);
@@ -408,11 +442,12 @@ void Router::serve(Session& s) {
   struct Leftovers {  // whatever the handler did not take is closed off this thread
     ipc::Packet& p;
     FdCloser& c;
+    uint32_t uid;
     ~Leftovers() {
-      c.close_later(std::move(p.fd));
-      c.close_later(std::move(p.fd2));
+      c.close_later(std::move(p.fd), uid);
+      c.close_later(std::move(p.fd2), uid);
     }
-  } leftovers{*p, *closer_};
+  } leftovers{*p, *closer_, s.uid};
   proto::Parsed parsed = proto::parse(p->bytes);
   if (!parsed.msg) {
     // A client that speaks something else is not served further: nothing it sends can be trusted.
@@ -516,7 +551,7 @@ void Router::drop(uint32_t id) {
                     s.pds.size(), s.mrs.size()));
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
-  closer_->close_later(std::move(s.sock));  // descriptors still queued in it close with it
+  closer_->close_later(std::move(s.sock), s.uid);  // descriptors still queued in it close with it
   if (auto c = clients_of_uid_.find(s.uid); c != clients_of_uid_.end() && --c->second == 0) clients_of_uid_.erase(c);
   sessions_.erase(it);
   resume_accepting();  // a descriptor came free

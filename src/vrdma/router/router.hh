@@ -328,6 +328,9 @@ class Router final : private LinkSink {
   Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
   void drop(uint32_t id);
+  void refuse_connection(UniqueFd c, uint32_t uid, int err, const std::string& why, bool read_first);
+  bool stalled(uint32_t uid) const;  // closes of what it passed do not return: not served for now
+  std::string stalled_text(uint32_t uid) const;
   // One request; the reply (or error) is sent by the caller. Returns the reply bytes and the
   // descriptor to pass along (or -1).
   struct Reply {

@@ -1,0 +1,47 @@
+#pragma once
+// Closes that another party can hold up for as long as it likes, each on a thread of its own.
+//
+// close() of a file on a FUSE mount sends FLUSH to the mount's server and waits for its answer:
+// for ever, if the server never gives one (uninterruptibly: not even SIGKILL ends that wait; a
+// network filesystem's server, or a driver behind a character device, can wait the same way).
+// Every close of the descriptor pays it, not only the last. So such a close never runs where
+// another close or unmapping queues behind it: it gets a thread with a small stack. close()
+// frees the descriptor before it waits, so a stuck close holds a thread, never a slot in the
+// router's table. Threads are bounded per owner (the uid that passed the descriptor) and in all;
+// past that a descriptor is parked behind its own owner's closes, never behind another's (and a
+// socket never behind its owner's files: a stalled uid's connections still close). What
+// each owner passed and is not closed yet is counted, so the router can stop taking descriptors
+// from a uid whose closes do not return.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace rb::vrdma {
+
+// True when closing `fd` may wait on someone outside the router: a file on a filesystem not
+// known to flush locally (FUSE, NFS, SMB, 9p, ...), or a character device other than a tty.
+// Sockets, pipes, eventfds, memfds, ttys and files on local disks close without such a wait.
+bool close_may_wait(int fd);
+
+class SlowCloses {
+ public:
+  static constexpr size_t kMaxThreads = 1024;
+  static constexpr size_t kMaxThreadsPerOwner = 32;
+  static constexpr int64_t kNoOwner = -1;
+
+  SlowCloses();
+  SlowCloses(const SlowCloses&) = delete;
+  SlowCloses& operator=(const SlowCloses&) = delete;
+  // Takes `fd` and closes it on a thread of its own; `owner`: the uid that passed it. A socket is
+  // read empty first, its descriptors left to the kernel to drop untaken.
+  void close(int fd, int64_t owner);
+  size_t open_from(int64_t owner) const;  // the owner's descriptors given here and not closed yet
+  size_t threads() const;                 // threads in a close now
+
+  struct State;  // shared with the threads: one stuck for good outlives the router's objects
+
+ private:
+  std::shared_ptr<State> st_;
+};
+
+}  // namespace rb::vrdma
