@@ -1768,6 +1768,27 @@ def test_a_lingering_socket_inside_a_unix_socket_is_closed_at_once(router):
     listener.close()
 
 
+@as_root
+def test_a_users_many_uids_are_one_owner_of_closes_that_never_return(router, world):
+    """The closes that do not return are counted against the tenant, not the uid: a user's
+    subordinate uids (its rootless containers, which can mount FUSE in a user namespace) are one
+    tenant, and 65,536 of them, 7 stuck closes each, were never stalled."""
+    subuid = world / "subuid"
+    subuid.write_text("4243:50000:40\n")
+    r = router(extra=["--subuid", str(subuid)])
+    with stalled_filesystem(world) as file:
+        attacks = [subprocess.Popen(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, str(file), "5", "0"], user=uid,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for uid in (50000, 50001)]
+        for a in attacks:
+            assert a.stdout.readline().strip() == "sent", a.stderr.read()
+        time.sleep(0.3)
+        third = run(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, "/dev/null", "0", "1"], timeout=30, user=50002)
+        assert "its tenant passed wait in closes that have not returned" in third.stdout, third.stdout + third.stderr
+        assert_served(ping_result(start_ping(r.sock, 1)))
+    for a in attacks:
+        a.communicate(timeout=30)
+
+
 # Holds 4 connections (its uid's max_clients_per_uid), then, `tries` times, connects once more
 # and sends a TCP socket lingering `linger` s with unsent data in its first packet, keeping no copy.
 LINGER_PAST_THE_CAP = """
@@ -1951,7 +1972,7 @@ def test_a_close_that_never_returns_holds_up_no_other_close(router, world):
         assert len(os.listdir(f"/proc/{r.proc.pid}/fd")) <= held, f"most {most}, from {baseline_fds}"
         assert router_threads(r) > baseline_threads  # the stuck closes, each on its own thread
         answers = [attack.stdout.readline() for _ in range(2)]
-        assert all("wait in closes that have not returned" in a for a in answers), answers
+        assert all("its tenant passed wait in closes that have not returned" in a for a in answers), answers
         assert "refused: uid" in r.log.read_text() and "closes that have not returned" in r.log.read_text()
         assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
     attack.communicate(timeout=30)  # its own closes returned with the filesystem

@@ -123,7 +123,7 @@ void FdCloser::close_later(UniqueFd fd, int64_t owner) {
   cv_.notify_one();
 }
 
-bool FdCloser::stalled(int64_t uid) const { return uid != kNoOwner && slow_.open_from(uid) >= kStalledAt; }
+bool FdCloser::stalled(int64_t owner) const { return owner != kNoOwner && slow_.open_from(owner) >= kStalledAt; }
 
 void FdCloser::run() {
   std::unique_lock lk(mu_);

@@ -36,9 +36,9 @@ bool ring_doorbell(int fd);
 //
 // A wait that cannot be taken out (a file on a FUSE mount whose server never answers FLUSH) is
 // never had here: such a close goes to SlowCloses, a thread of its own. A descriptor is counted
-// against the uid that passed it until its close returns; a uid with kStalledAt of them not
-// closed is `stalled`, and everything more of its is closed on its own threads, nothing taken
-// out of its sockets.
+// against its owner (the tenant of the uid that passed it) until its close returns; an owner with
+// kStalledAt of them not closed is `stalled`, and everything more of its is closed on its own
+// threads, nothing taken out of its sockets.
 class FdCloser {
  public:
   static constexpr int64_t kNoOwner = SlowCloses::kNoOwner;
@@ -48,11 +48,11 @@ class FdCloser {
   ~FdCloser();
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
-  // `owner`: the uid that passed it, or kNoOwner for the router's own.
+  // `owner`: whom it counts against (never a negative number but kNoOwner, the router's own).
   void close_later(UniqueFd fd, int64_t owner = kNoOwner);
   void drop_later(std::shared_ptr<void> thing);
-  // True while kStalledAt or more of the descriptors `uid` passed wait in closes not returned.
-  bool stalled(int64_t uid) const;
+  // True while kStalledAt or more of the descriptors `owner` passed wait in closes not returned.
+  bool stalled(int64_t owner) const;
   size_t slow_threads() const { return slow_.threads(); }
 
  private:

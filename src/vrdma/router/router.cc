@@ -302,26 +302,37 @@ constexpr int64_t kAcceptPauseNs = 100'000'000;
 // the closer: a socket closed with unread input resets, and the client would see that instead of
 // the reason; and a descriptor the kernel dropped here would close here, where a socket it passed
 // with a long SO_LINGER would hold the loop.
-void Router::refuse_connection(UniqueFd c, uint32_t uid, int err, const std::string& why, bool read_first) {
-  auto stray = [this, uid](UniqueFd fd) { closer_->close_later(std::move(fd), uid); };
+void Router::refuse_connection(UniqueFd c, int64_t owner, int err, const std::string& why, bool read_first) {
+  auto stray = [this, owner](UniqueFd fd) { closer_->close_later(std::move(fd), owner); };
   for (int packets = 0; read_first && packets < 16; ++packets) {
     auto p = ipc::recv_packet(c.get(), proto::kMaxMessage, 0, stray);
     if (!p || p->bytes.empty()) break;
-    closer_->close_later(std::move(p->fd), uid);
-    closer_->close_later(std::move(p->fd2), uid);
+    closer_->close_later(std::move(p->fd), owner);
+    closer_->close_later(std::move(p->fd2), owner);
   }
   proto::Error e;
   e.err = err;
   proto::put_text(e.message, sizeof e.message, why);
   (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
-  closer_->close_later(std::move(c), uid);
+  closer_->close_later(std::move(c), owner);
 }
 
-bool Router::stalled(uint32_t uid) const { return uid != 0 && closer_->stalled(uid); }
+// Whom the descriptors a uid passes count against: its tenant (a user's container uids are one
+// owner, not 65,536 of them each with its own allowance), or the uid when it is in none.
+int64_t Router::owner_of(uint32_t uid) const {
+  auto t = opts_.tenants.of_uid(uid);
+  if (!t) return uid;
+  const auto& listed = opts_.tenants.configured();
+  for (size_t i = 0; i < listed.size(); ++i)
+    if (listed[i].name == t->name) return (int64_t(1) << 32) + int64_t(i);
+  return t->uids.empty() ? uid : t->uids.front();  // every uid its own tenant ("uid-N", or its user's)
+}
+
+bool Router::stalled(uint32_t uid, int64_t owner) const { return uid != 0 && closer_->stalled(owner); }
 
 std::string Router::stalled_text(uint32_t uid) const {
-  return fmt::format("uid {}: {} or more descriptors it passed wait in closes that have not returned (a file on a "
-                     "stalled filesystem?); it is served again once they return", uid, FdCloser::kStalledAt);
+  return fmt::format("uid {}: {} or more descriptors its tenant passed wait in closes that have not returned (a file "
+                     "on a stalled filesystem?); it is served again once they return", uid, FdCloser::kStalledAt);
 }
 
 Status Router::accept_clients() {
@@ -343,16 +354,17 @@ Status Router::accept_clients() {
       closer_->close_later(std::move(c));
       continue;
     }
-    if (stalled(cred->uid)) {
+    int64_t owner = owner_of(cred->uid);
+    if (stalled(cred->uid, owner)) {
       // Not even its hello is read: that would take in more of its descriptors.
-      refuse_connection(std::move(c), cred->uid, EAGAIN, stalled_text(cred->uid), false);
+      refuse_connection(std::move(c), owner, EAGAIN, stalled_text(cred->uid), false);
       log_limited(fmt::format("stalled {}", cred->uid),
                   fmt::format("uid {} (pid {}) refused: {}", cred->uid, cred->pid, stalled_text(cred->uid)));
       continue;
     }
     uint32_t& held = clients_of_uid_[cred->uid];
     if (held >= opts_.tenants.router().max_clients_per_uid) {
-      refuse_connection(std::move(c), cred->uid, EUSERS,
+      refuse_connection(std::move(c), owner, EUSERS,
                         fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held), true);
       log_limited(fmt::format("cap {}", cred->uid),
                   fmt::format("uid {} (pid {}) refused: {} connections, its max_clients_per_uid", cred->uid, cred->pid, held));
@@ -367,6 +379,7 @@ Status Router::accept_clients() {
     s.id = id;
     s.pid = cred->pid;
     s.uid = cred->uid;
+    s.owner = owner;
     s.hello_by_ns = now_ns() + kHelloNs;
   }
   return {};
@@ -427,13 +440,13 @@ void Router::log_limited(const std::string& key, const std::string& line) {
 }
 
 void Router::serve(Session& s) {
-  if (stalled(s.uid)) {  // nothing more is taken from it: what it queued goes with the socket, unread
+  if (stalled(s.uid, s.owner)) {  // nothing more is taken from it: what it queued goes with the socket, unread
     log_limited(fmt::format("stalled {}", s.uid), fmt::format("client {} (pid {}, uid {}) dropped: {}", s.id, s.pid, s.uid,
                                                               stalled_text(s.uid)));
     drop(s.id);
     return;
   }
-  auto stray = [this, uid = s.uid](UniqueFd fd) { closer_->close_later(std::move(fd), uid); };
+  auto stray = [this, owner = s.owner](UniqueFd fd) { closer_->close_later(std::move(fd), owner); };
   auto p = ipc::recv_packet(s.sock.get(), proto::kMaxMessage, 0, stray);
   if (!p || p->bytes.empty()) {
     drop(s.id);
@@ -442,12 +455,12 @@ void Router::serve(Session& s) {
   struct Leftovers {  // whatever the handler did not take is closed off this thread
     ipc::Packet& p;
     FdCloser& c;
-    uint32_t uid;
+    int64_t owner;
     ~Leftovers() {
-      c.close_later(std::move(p.fd), uid);
-      c.close_later(std::move(p.fd2), uid);
+      c.close_later(std::move(p.fd), owner);
+      c.close_later(std::move(p.fd2), owner);
     }
-  } leftovers{*p, *closer_, s.uid};
+  } leftovers{*p, *closer_, s.owner};
   proto::Parsed parsed = proto::parse(p->bytes);
   if (!parsed.msg) {
     // A client that speaks something else is not served further: nothing it sends can be trusted.
@@ -551,7 +564,7 @@ void Router::drop(uint32_t id) {
                     s.pds.size(), s.mrs.size()));
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.sock.get(), nullptr);
-  closer_->close_later(std::move(s.sock), s.uid);  // descriptors still queued in it close with it
+  closer_->close_later(std::move(s.sock), s.owner);  // descriptors still queued in it close with it
   if (auto c = clients_of_uid_.find(s.uid); c != clients_of_uid_.end() && --c->second == 0) clients_of_uid_.erase(c);
   sessions_.erase(it);
   resume_accepting();  // a descriptor came free

@@ -221,6 +221,7 @@ struct QpEntry {
 struct Session {
   UniqueFd sock;
   uint32_t id = 0, pid = 0, uid = 0;
+  int64_t owner = 0;  // what the descriptors it passes count against (Router::owner_of)
   bool welcomed = false;
   // An admin uid (root, or the config's admin_uids) in no tenant: it may read statistics and do
   // nothing else, and it counts in no tenant's usage.
@@ -328,8 +329,9 @@ class Router final : private LinkSink {
   Status handle_event(const epoll_event& ev, bool& stop);
   void serve(Session& s);
   void drop(uint32_t id);
-  void refuse_connection(UniqueFd c, uint32_t uid, int err, const std::string& why, bool read_first);
-  bool stalled(uint32_t uid) const;  // closes of what it passed do not return: not served for now
+  void refuse_connection(UniqueFd c, int64_t owner, int err, const std::string& why, bool read_first);
+  int64_t owner_of(uint32_t uid) const;
+  bool stalled(uint32_t uid, int64_t owner) const;  // closes of what its tenant passed do not return
   std::string stalled_text(uint32_t uid) const;
   // One request; the reply (or error) is sent by the caller. Returns the reply bytes and the
   // descriptor to pass along (or -1).

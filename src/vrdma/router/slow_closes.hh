@@ -7,11 +7,11 @@
 // Every close of the descriptor pays it, not only the last. So such a close never runs where
 // another close or unmapping queues behind it: it gets a thread with a small stack. close()
 // frees the descriptor before it waits, so a stuck close holds a thread, never a slot in the
-// router's table. Threads are bounded per owner (the uid that passed the descriptor) and in all;
+// router's table. Threads are bounded per owner (the tenant that passed the descriptor) and in all;
 // past that a descriptor is parked behind its own owner's closes, never behind another's (and a
-// socket never behind its owner's files: a stalled uid's connections still close). What
+// socket never behind its owner's files: a stalled tenant's connections still close). What
 // each owner passed and is not closed yet is counted, so the router can stop taking descriptors
-// from a uid whose closes do not return.
+// from a tenant whose closes do not return.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,7 +32,7 @@ class SlowCloses {
   SlowCloses();
   SlowCloses(const SlowCloses&) = delete;
   SlowCloses& operator=(const SlowCloses&) = delete;
-  // Takes `fd` and closes it on a thread of its own; `owner`: the uid that passed it. A socket is
+  // Takes `fd` and closes it on a thread of its own; `owner`: whom it counts against. A socket is
   // read empty first, its descriptors left to the kernel to drop untaken.
   void close(int fd, int64_t owner);
   size_t open_from(int64_t owner) const;  // the owner's descriptors given here and not closed yet
