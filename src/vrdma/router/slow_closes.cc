@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -51,7 +52,9 @@ bool close_may_wait(int fd) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return false;  // not open: nothing to wait for
   if (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) return false;
-  if (S_ISCHR(st.st_mode)) return !isatty(fd);  // a driver's flush; a tty's output is dropped first
+  // A driver's flush may wait (a tty's output is dropped first); the memory devices' (/dev/null,
+  // /dev/zero, /dev/urandom: major 1) never do, and need no thread each.
+  if (S_ISCHR(st.st_mode)) return major(st.st_rdev) != 1 && !isatty(fd);
   if (S_ISBLK(st.st_mode)) return true;
   struct statfs fs {};
   if (fstatfs(fd, &fs) != 0) return true;

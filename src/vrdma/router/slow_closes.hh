@@ -19,7 +19,7 @@
 namespace rb::vrdma {
 
 // True when closing `fd` may wait on someone outside the router: a file on a filesystem not
-// known to flush locally (FUSE, NFS, SMB, 9p, ...), or a character device other than a tty.
+// known to flush locally (FUSE, NFS, SMB, 9p, ...), or a character device but a tty or /dev/null.
 // Sockets, pipes, eventfds, memfds, ttys and files on local disks close without such a wait.
 bool close_may_wait(int fd);
 
