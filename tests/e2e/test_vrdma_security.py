@@ -1789,6 +1789,104 @@ def test_a_users_many_uids_are_one_owner_of_closes_that_never_return(router, wor
         a.communicate(timeout=30)
 
 
+# Hands the router a Unix socket that holds a TCP socket lingering `linger` s with unsent data,
+# hidden behind a zero-length packet ("empty") or in a listening socket's unaccepted connection
+# ("listen"), keeping no copy of either; then waits `hold` s.
+HIDDEN_LINGERING_SOCKET = """
+import os, socket, struct, sys, time
+path, mode, linger, hold = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+s, peer, listener = lingering_tcp_socket(linger)
+if mode == "empty":
+    u1, give = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    u1.send(b"")
+    socket.send_fds(u1, [b"L"], [s.fileno()])
+    u1.close()
+else:
+    give = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    give.bind(b"\\0hidden-lingering-" + str(os.getpid()).encode())
+    give.listen(4)
+    cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    cl.connect(give.getsockname())
+    socket.send_fds(cl, [b"L"], [s.fileno()])
+    cl.close()
+s.close()
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect(path)
+socket.send_fds(c, [b"x"], [give.fileno()])
+give.close()
+print("sent", flush=True)
+time.sleep(hold)
+"""
+
+
+@as_root
+@pytest.mark.parametrize("mode", ["empty", "listen"], ids=["behind-a-zero-length-packet", "in-an-unaccepted-connection"])
+def test_a_lingering_socket_hidden_in_a_unix_socket_holds_up_no_close(router, mode):
+    """The closer empties a Unix socket before closing it, so that the kernel drops nothing in it
+    there (a TCP socket with unsent data and SO_LINGER would wait out its linger on the closer).
+    A zero-length packet ended the emptying early, and a listening socket's unaccepted connection
+    was never emptied: in both, the closer waited 30 s and every other close waited behind it
+    (uid nobody, no tenant needed). Now a socket not surely emptied closes on a thread of its
+    owner's."""
+    r = router()
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    script = inspect.getsource(lingering_tcp_socket) + HIDDEN_LINGERING_SOCKET
+    attack = subprocess.Popen(["/usr/bin/python3", "-c", script, r.sock, mode, "30", "8"], user=NOBODY,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
+        for _ in range(200):  # other clients come and go: each socket is closed by the closer
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+                c.connect(r.sock)
+            time.sleep(0.002)
+        deadline = time.time() + 3
+        while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > baseline + 3 and time.time() < deadline:
+            time.sleep(0.05)
+        held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+        assert held <= baseline + 3, f"the router holds {held} descriptors (from {baseline})"
+        assert_served(ping_result(start_ping(r.sock, 1)))
+    finally:
+        attack.kill()
+        attack.communicate(timeout=30)
+
+
+# Queues 9 packets of 253 copies of a stalled file in a Unix socket and hands the socket over.
+SOCKET_FULL_OF_STUCK_FILES = """
+import os, resource, socket, sys
+path, file = sys.argv[1], sys.argv[2]
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+fds = [os.open(file, os.O_RDONLY) for _ in range(253)]
+u1, give = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+for _ in range(9):
+    socket.send_fds(u1, [b"f"], fds)
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect(path)
+socket.send_fds(c, [b"x"], [give.fileno()])
+print("sent", flush=True)
+"""
+
+
+@as_root
+def test_stuck_files_inside_a_unix_socket_count_as_they_are_taken_out(router, world):
+    """A Unix socket passed to the router holding 9 packets of 253 files whose closes never
+    return: they counted toward stalling their owner only when the closer came to each, after the
+    whole socket was emptied, so all 2,277 came in (32 on threads, 2,245 parked in the router's
+    table; 10 uids filled it). Now each counts as it is taken out, and the emptying stops at the
+    packet that stalls its owner; the rest the kernel drops untaken."""
+    r = router()
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    with stalled_filesystem(world) as file:
+        attack = subprocess.Popen(["/usr/bin/python3", "-c", SOCKET_FULL_OF_STUCK_FILES, r.sock, str(file)],
+                                  user=NOBODY, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
+        time.sleep(1)
+        held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+        assert held <= baseline + 253, f"the router holds {held} descriptors (from {baseline})"
+        assert_served(ping_result(start_ping(r.sock, 1)))
+    attack.communicate(timeout=30)
+
+
 # Holds 4 connections (its uid's max_clients_per_uid), then, `tries` times, connects once more
 # and sends a TCP socket lingering `linger` s with unsent data in its first packet, keeping no copy.
 LINGER_PAST_THE_CAP = """

@@ -10,6 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "core/unique_fd.hh"
 #include "vrdma/router/slow_closes.hh"
@@ -58,7 +62,8 @@ class FdCloser {
  private:
   void run();
   void close_one(int fd, int64_t owner);
-  void empty_unix_socket(int fd, int64_t owner);
+  bool empty_unix_socket(int fd, int64_t owner);
+  std::vector<int> take_descriptors(msghdr& m, std::vector<struct stat>& seen, int64_t owner);
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<int, int64_t>> fds_;  // descriptor, owner
