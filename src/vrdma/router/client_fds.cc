@@ -244,7 +244,7 @@ std::vector<int> FdCloser::take_descriptors(msghdr& m, std::vector<struct stat>&
         continue;
       }
       if (socket && seen.size() < 1024) seen.push_back(st);
-      if (!socket && !isatty(inner) && close_may_wait(inner)) {
+      if (close_may_wait(inner)) {  // never a socket or a tty
         slow_.close(inner, owner);
         continue;
       }

@@ -57,7 +57,6 @@ class FdCloser {
   void drop_later(std::shared_ptr<void> thing);
   // True while kStalledAt or more of the descriptors `owner` passed wait in closes not returned.
   bool stalled(int64_t owner) const;
-  size_t slow_threads() const { return slow_.threads(); }
 
  private:
   void run();
