@@ -237,12 +237,12 @@ def test_perftest_exchanging_over_rdma_cm(hosts, free_port, tool):
 
 def test_qperf_over_rdma_cm(hosts, free_port):
     """qperf's RC tests with their connections made by rdma_cm (-cm1); its server runs until stopped."""
-    from test_verbs_interop import serving
+    from test_verbs_interop import server_said, serving
     if not shutil.which("qperf"):
         pytest.skip("qperf is not installed")
     tests = ["rc_lat", "rc_bw", "rc_rdma_write_lat", "rc_rdma_read_bw"]
     out = ""
-    with serving(hosts["server"], ["qperf", "-lp", str(free_port)]):
+    with serving(hosts["server"], ["qperf", "-lp", str(free_port)]) as srv:
         # One test a run, a moment apart: back to back, the connect right after a bandwidth test
         # across the two namespace hosts sometimes waited past the routers' 800 ms bound on this
         # 2-core machine while the last test's QPs were torn down (issue 31's loaded-host case).
@@ -250,7 +250,7 @@ def test_qperf_over_rdma_cm(hosts, free_port):
             cli = run(hosts["client"].argv(["qperf", "-lp", str(free_port), "-cm1", "-t", "1", hosts["addr"], t]),
                       timeout=CMD_TIMEOUT)
             out += cli.stdout + cli.stderr
-            assert cli.returncode == 0, out + routers_said(hosts)
+            assert cli.returncode == 0, out + server_said(srv) + routers_said(hosts)
             time.sleep(0.5)
     for t in tests:
         assert f"{t}:" in out, out

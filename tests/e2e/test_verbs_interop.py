@@ -131,6 +131,14 @@ def serving(host, argv):
         proc.wait(timeout=10)
 
 
+def server_said(proc):
+    """For a failure's message: what a server started by `serving` printed, once it is stopped."""
+    if proc.poll() is None:
+        proc.kill()
+    out, _ = proc.communicate(timeout=10)
+    return f"--- the server printed (exit {proc.returncode}):\n{out}"
+
+
 def routers_said(h):
     """For a failure's message: whether each router still runs, and the end of its log."""
     said = []
@@ -146,7 +154,11 @@ def pair(h, argv, client_argv=None):
     """Runs argv as server and argv + the server's address as client; both outputs back."""
     with serving(h["server"], argv) as srv:
         cli = run(h["client"].argv([*(client_argv or argv), h["addr"]]), timeout=CMD_TIMEOUT)
-        out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+        try:
+            out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the server did not end within {CMD_TIMEOUT} s of the client's exit ({cli.returncode}):\n"
+                        f"{cli.stdout}{cli.stderr}\n{server_said(srv)}\n{routers_said(h)}")
     return srv.returncode, out, cli
 
 

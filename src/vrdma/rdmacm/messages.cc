@@ -93,6 +93,13 @@ void say_other_tenant(const char* what) {
   std::call_once(once, [&] { say("%s came from another tenant (or a router of another cluster): refused", what); });
 }
 
+// The router did not MAC a peer's message (it did not answer, or is gone): the message is
+// refused, and the program is told why, not that another tenant sent it.
+void say_unchecked(const char* what, int err) {
+  static std::once_flag once;
+  std::call_once(once, [&] { say("%s could not be checked for its tenant: the router: %s: refused", what, std::strerror(err)); });
+}
+
 void say_stale_req() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -119,11 +126,14 @@ bool fresh_req_locked(Id& child, const Message& m) {
 }
 
 void on_reply(Id& id, const Message& m) {
-  if (std::memcmp(m.nonce, id.req_nonce, sizeof m.nonce) != 0 || !from_our_tenant(m)) {
-    say_other_tenant("a connect's reply");
+  Sender sender = std::memcmp(m.nonce, id.req_nonce, sizeof m.nonce) == 0 ? sender_of(m) : Sender::another_tenant;
+  int err = errno ? errno : EIO;
+  if (sender != Sender::our_tenant) {
+    if (sender == Sender::another_tenant) say_other_tenant("a connect's reply");
+    else say_unchecked("a connect's reply", err);
     close_locked(id);
     id.state = State::idle;
-    return post(id, RDMA_CM_EVENT_UNREACHABLE, -EACCES);
+    return post(id, RDMA_CM_EVENT_UNREACHABLE, sender == Sender::another_tenant ? -EACCES : -err);
   }
   id.peer = m;
   std::memcpy(id.base.route.addr.addr.ibaddr.dgid.raw, m.gid, 16);
@@ -191,8 +201,9 @@ void on_readable(Id& id) {
   switch (m.kind) {
     case Kind::req:
       if (id.state != State::awaiting_req) return lost(id);
-      if (!from_our_tenant(m)) {  // never the program's: it hears nothing of it
-        say_other_tenant("a connection request");
+      if (Sender sender = sender_of(m); sender != Sender::our_tenant) {  // never the program's: it hears nothing of it
+        if (sender == Sender::another_tenant) say_other_tenant("a connection request");
+        else say_unchecked("a connection request", errno ? errno : EIO);
         return lost(id);
       }
       if (!fresh_req_locked(id, m)) {  // a replay, or one relayed from where its sender dialed

@@ -133,9 +133,11 @@ ibv_gid local_gid();
 int wait_for(Id& id, rdma_cm_event_type want);
 
 // A REQ's or REP's MAC of its tenant (tenant_mac.cc): sign fills m.mac (false, errno set, when the
-// router cannot); from_our_tenant says whether a peer's message carries our tenant's MAC.
+// router cannot); sender_of says whether a peer's message carries our tenant's MAC, or that the
+// router could not tell (errno set): a router slow to answer is not another tenant.
 bool sign(Message& m);
-bool from_our_tenant(const Message& m);
+enum class Sender { our_tenant, another_tenant, unknown };
+Sender sender_of(const Message& m);
 // A fresh random nonce for a REQ.
 void fresh_nonce(uint8_t out[16]);
 
