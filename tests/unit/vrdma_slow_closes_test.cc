@@ -1,5 +1,6 @@
 // Which closes the router gives a thread of their own, and what it counts while they run.
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -49,6 +50,52 @@ TEST(SlowCloses, CountsAnOwnersDescriptorsUntilTheirClosesReturn) {
   EXPECT_EQ(slow.open_from(7), 0u);
   EXPECT_EQ(slow.threads(), 0u);
   EXPECT_EQ(slow.open_from(8), 0u);
+}
+
+// A TCP socket whose close waits `linger_s`: connected to a peer that reads nothing, its send
+// queue full, SO_LINGER set. The peer and listener are returned to be closed by the caller.
+int lingering_socket(int linger_s, int& peer, int& listener) {
+  listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int small = 4096;
+  setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return -1;
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+  peer = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  char junk[4096] = {};
+  while (send(s, junk, sizeof junk, MSG_DONTWAIT) > 0) {
+  }
+  linger l{1, linger_s};
+  setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  return s;
+}
+
+// A close counts toward its owner's stuck ones only once it has waited the age asked about: a
+// tenant's many programs ending at once close many sockets, each in microseconds.
+TEST(SlowCloses, CountsACloseAsStuckOnlyOnceItHasWaited) {
+  int peer = -1, listener = -1;
+  int s = lingering_socket(1, peer, listener);
+  ASSERT_GE(s, 0);
+  SlowCloses slow;
+  slow.close(s, 7);
+  constexpr int64_t kAge = 100'000'000;
+  EXPECT_EQ(slow.open_from(7), 1u);
+  EXPECT_EQ(slow.open_from(7, kAge), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(slow.open_from(7, kAge), 1u);  // still in its linger
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (slow.open_from(7) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(slow.open_from(7), 0u);
+  close(peer);
+  close(listener);
 }
 
 }  // namespace

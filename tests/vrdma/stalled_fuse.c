@@ -1,12 +1,13 @@
-/* A FUSE filesystem that never answers FLUSH: close() of any descriptor of its one file, "f",
- * waits until this program ends (the kernel then fails the request). The e2e tests mount it
- * (as root, allow_other) and let another uid open "f" and hand the descriptor to the router.
+/* A FUSE filesystem that never answers FLUSH or READ: close() of any descriptor of its one file,
+ * "f", waits until this program ends (the kernel then fails the request), and so does a read of
+ * it, or a fault on a page of it mapped. The e2e tests mount it (as root, allow_other) and let
+ * another uid open "f" and hand the descriptor to the router, or hold a lock in a fault on it.
  *
  *   stalled_fuse MOUNTPOINT     prints "ready" once mounted; on SIGTERM or SIGINT, unmounts and
  *                               ends, which lets every waiting close return.
  *
  * Talks to /dev/fuse directly (no libfuse): INIT, LOOKUP, GETATTR, OPEN, RELEASE and STATFS are
- * answered, FLUSH and INTERRUPT never, anything else with ENOSYS. */
+ * answered, FLUSH, READ and INTERRUPT never, anything else with ENOSYS. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -78,6 +79,7 @@ static void serve(int dev, const char* req) {
     case FUSE_RELEASE:
     case FUSE_RELEASEDIR: return reply(dev, h->unique, 0, NULL, 0);
     case FUSE_FLUSH:
+    case FUSE_READ:
     case FUSE_INTERRUPT:
     case FUSE_FORGET:
     case FUSE_BATCH_FORGET: return; /* never answered (FORGET never is) */

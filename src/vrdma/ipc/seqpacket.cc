@@ -108,11 +108,31 @@ Result<Packet> recv_packet(int sock, size_t max, int timeout_ms, const std::func
   return out;
 }
 
+namespace {
+#ifdef SO_PASSRIGHTS
+constexpr int kPassRights = SO_PASSRIGHTS;
+#else
+constexpr int kPassRights = 83;  // include/uapi/asm-generic/socket.h, Linux 6.16
+#endif
+}  // namespace
+
+bool let_pass_descriptors(int sock, bool allowed) {
+  int on = allowed ? 1 : 0;
+  return setsockopt(sock, SOL_SOCKET, kPassRights, &on, sizeof on) == 0;
+}
+
+bool refuses_descriptors(int sock) {
+  int on = 1;
+  socklen_t len = sizeof on;
+  return getsockopt(sock, SOL_SOCKET, kPassRights, &on, &len) == 0 && on == 0;
+}
+
 Result<UniqueFd> listen_at(const std::string& path) {
   auto a = address_of(path);
   if (!a) return a.status();
   UniqueFd s(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!s) return sys_error("socket");
+  (void)let_pass_descriptors(s.get(), false);  // before listen(): no connection ever came in without it
   struct stat st{};
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))

@@ -30,8 +30,17 @@ Result<Packet> recv_packet(int sock, size_t max, int timeout_ms,
                            const std::function<void(UniqueFd)>& stray = {});
 
 // A listening socket at `path` (an old socket file there is replaced), readable and writable by
-// everyone: who may use it is decided per connection from SO_PEERCRED.
+// everyone: who may use it is decided per connection from SO_PEERCRED. Its connections refuse
+// descriptors where the kernel can (see let_pass_descriptors), until the daemon lets them in.
 Result<UniqueFd> listen_at(const std::string& path);
+
+// SO_PASSRIGHTS (Linux 6.16): whether a peer may pass `sock` descriptors (a sender is refused
+// with EPERM). A listener's setting is each connection's from its connect on, so one a daemon
+// refuses never held a descriptor. False where the kernel has no such switch.
+bool let_pass_descriptors(int sock, bool allowed);
+// True when `sock` refuses descriptors; false where the kernel cannot refuse them.
+bool refuses_descriptors(int sock);
+
 Result<UniqueFd> connect_to(const std::string& path);
 
 struct PeerCred {

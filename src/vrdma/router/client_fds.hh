@@ -32,21 +32,23 @@ const char* fd_kind_name(FdKind k);
 bool ring_doorbell(int fd);
 
 // Closes descriptors, and lets go of a client's memory, on a thread of its own, after taking the
-// wait out of them where it can: an abortive close for sockets, output dropped for ttys, and a
-// Unix socket emptied first of the descriptors queued in it (each then closed the same way; a
-// TCP socket with a long SO_LINGER sent inside one would otherwise close, and wait, in here for
-// as long as its sender chose). Freeing the last mapping of gigabytes a client touched takes
-// the kernel a quarter of a second: that happens here too, not on a loop.
+// wait out of them where it can: an abortive close for sockets, output dropped for ttys. Freeing
+// the last mapping of gigabytes a client touched takes the kernel a quarter of a second: that
+// happens here too, not on a loop.
 //
-// A wait that cannot be taken out (a file on a FUSE mount whose server never answers FLUSH) is
-// never had here: such a close goes to SlowCloses, a thread of its own. A descriptor is counted
-// against its owner (the tenant of the uid that passed it) until its close returns; an owner with
-// kStalledAt of them not closed is `stalled`, and everything more of its is closed on its own
-// threads, nothing taken out of its sockets.
+// A wait that cannot be taken out is never had here: such a close goes to SlowCloses, a thread of
+// its own. That is a file on a FUSE mount whose server never answers FLUSH, and every Unix socket
+// (what is queued in one closes where it is closed, and a client holding a copy can hold up even
+// a non-blocking read of it). A descriptor is counted against its owner (the tenant of the uid
+// that passed it) until its close returns; an owner with kStalledAt of them not closed after
+// kStuckAfterNs is `stalled`, and everything more of its is closed on its own threads.
 class FdCloser {
  public:
   static constexpr int64_t kNoOwner = SlowCloses::kNoOwner;
   static constexpr size_t kStalledAt = 8;
+  // A close that takes longer is taken to be stuck (a burst of a tenant's programs ending closes
+  // many of its sockets at once, each in microseconds: that is not a stall).
+  static constexpr int64_t kStuckAfterNs = 100'000'000;
 
   FdCloser();
   ~FdCloser();
@@ -61,8 +63,6 @@ class FdCloser {
  private:
   void run();
   void close_one(int fd, int64_t owner);
-  bool empty_unix_socket(int fd, int64_t owner);
-  std::vector<int> take_descriptors(msghdr& m, std::vector<struct stat>& seen, int64_t owner);
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<int, int64_t>> fds_;  // descriptor, owner

@@ -40,6 +40,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opts) {
   auto l = ipc::listen_at(r->opts_.socket_path);
   if (!l) return l.status();
   r->listen_ = std::move(*l);
+  r->descriptors_gated_ = ipc::refuses_descriptors(r->listen_.get());
   r->epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
   if (!r->epoll_) return sys_error("epoll_create1");
   epoll_event ev{EPOLLIN, {.u64 = kListenTag}};
@@ -129,6 +130,9 @@ void Router::log_start() const {
     log(fmt::format("link messages are NOT authenticated (--insecure-link): any host that reaches {} can link to "
                     "this router and reach its tenants' QPs",
                     proto::to_string(opts_.listen)));
+  if (!descriptors_gated_)
+    log("this kernel cannot refuse descriptors on a connection not yet served (SO_PASSRIGHTS, Linux 6.16): a tenant "
+        "whose closes are stuck can hold one of the router's descriptors with each connection it opens");
   if (metrics_) log(fmt::format("metrics at http://{}:{}/metrics", opts_.metrics_host.find(':') == std::string::npos
                                                                          ? opts_.metrics_host : "[" + opts_.metrics_host + "]",
                                  metrics_->port()));
@@ -297,13 +301,15 @@ constexpr int64_t kHelloNs = 2'000'000'000;
 // again, and the loop spins); a client that goes brings it back sooner.
 constexpr int64_t kAcceptPauseNs = 100'000'000;
 
-// Told why in one packet, then closed off the loop: one uid cannot take the router's descriptors.
-// When `read_first`, what it sent already (its hello, usually) is read first, its descriptors to
-// the closer: a socket closed with unread input resets, and the client would see that instead of
-// the reason; and a descriptor the kernel dropped here would close here, where a socket it passed
-// with a long SO_LINGER would hold the loop.
+// Told why in one packet, then closed. When `read_first`, what it sent already (its hello,
+// usually) is read first: a socket closed with unread input resets, and the client would see that
+// instead of the reason. Where the kernel refuses descriptors until a connection is served, this
+// one holds none: it is read and closed here, at once. Elsewhere its descriptors, and then the
+// socket, go to the closer: a descriptor the kernel dropped here would close here, where a socket
+// it passed with a long SO_LINGER would hold the loop.
 void Router::refuse_connection(UniqueFd c, int64_t owner, int err, const std::string& why, bool read_first) {
   auto stray = [this, owner](UniqueFd fd) { closer_->close_later(std::move(fd), owner); };
+  read_first = read_first || descriptors_gated_;
   for (int packets = 0; read_first && packets < 16; ++packets) {
     auto p = ipc::recv_packet(c.get(), proto::kMaxMessage, 0, stray);
     if (!p || p->bytes.empty()) break;
@@ -314,7 +320,7 @@ void Router::refuse_connection(UniqueFd c, int64_t owner, int err, const std::st
   e.err = err;
   proto::put_text(e.message, sizeof e.message, why);
   (void)ipc::send_packet(c.get(), proto::encode(proto::Type::error, 0, e), -1, -1);
-  closer_->close_later(std::move(c), owner);
+  if (!descriptors_gated_) closer_->close_later(std::move(c), owner);
 }
 
 // Whom the descriptors a uid passes count against: its tenant (a user's container uids are one
@@ -356,7 +362,7 @@ Status Router::accept_clients() {
     }
     int64_t owner = owner_of(cred->uid);
     if (stalled(cred->uid, owner)) {
-      // Not even its hello is read: that would take in more of its descriptors.
+      // Not even its hello is read where it may carry descriptors: that would take in more.
       refuse_connection(std::move(c), owner, EAGAIN, stalled_text(cred->uid), false);
       log_limited(fmt::format("stalled {}", cred->uid),
                   fmt::format("uid {} (pid {}) refused: {}", cred->uid, cred->pid, stalled_text(cred->uid)));
@@ -368,6 +374,10 @@ Status Router::accept_clients() {
                         fmt::format("uid {} holds {} connections to this router, its max_clients_per_uid", cred->uid, held), true);
       log_limited(fmt::format("cap {}", cred->uid),
                   fmt::format("uid {} (pid {}) refused: {} connections, its max_clients_per_uid", cred->uid, cred->pid, held));
+      continue;
+    }
+    if (descriptors_gated_ && !ipc::let_pass_descriptors(c.get(), true)) {
+      closer_->close_later(std::move(c), owner);
       continue;
     }
     uint32_t id = next_id_++;

@@ -541,6 +541,9 @@ class Router final : private LinkSink {
   std::map<uint32_t, QpEntry> qps_;  // every QP, by number
   std::map<uint32_t, uint32_t> clients_of_uid_;  // connections held, by uid (max_clients_per_uid)
   bool accepting_ = true;             // false while out of descriptors: the listen socket is off epoll
+  // The kernel refuses descriptors on a connection until the router serves it (SO_PASSRIGHTS): a
+  // connection it refuses holds none, and closes at once, never behind its tenant's stuck closes.
+  bool descriptors_gated_ = false;
   int64_t accept_again_ns_ = 0;
   struct LogLimit {
     int64_t since_ns = 0;  // this second's start

@@ -9,9 +9,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
+#include <iterator>
+#include <tuple>
 #include <utility>
 
 namespace rb::vrdma {
@@ -46,6 +50,10 @@ constexpr std::array<unsigned long, 21> kLocalFilesystems = {
 
 constexpr size_t kStackBytes = 64 * 1024;  // close() and a lock: a stuck thread costs little
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 bool close_may_wait(int fd) {
@@ -64,9 +72,9 @@ bool close_may_wait(int fd) {
 
 struct SlowCloses::State {
   struct Owner {
-    size_t open = 0;     // given and not closed yet
-    size_t threads = 0;  // of them, in a close now
-    std::deque<int> parked;
+    std::multiset<int64_t> given;  // when each given and not closed yet was given
+    size_t threads = 0;            // of them, in a close now
+    std::deque<std::pair<int, int64_t>> parked;  // descriptor, when given
   };
   // A socket's close waits only on what is queued in it; it is never parked behind its owner's
   // files, whose closes may never return: each kind has its owner's share of threads.
@@ -81,6 +89,7 @@ namespace {
 struct Job {
   std::shared_ptr<SlowCloses::State> st;
   int fd;
+  int64_t given_ns;
   SlowCloses::State::Key key;
 };
 
@@ -88,7 +97,7 @@ struct Job {
 bool next_parked(SlowCloses::State& st, Job& job) {
   auto take = [&](const SlowCloses::State::Key& key, SlowCloses::State::Owner& o) {
     if (o.parked.empty() || o.threads >= SlowCloses::kMaxThreadsPerOwner) return false;
-    job.fd = o.parked.front();
+    std::tie(job.fd, job.given_ns) = o.parked.front();
     job.key = key;
     o.parked.pop_front();
     ++o.threads;
@@ -117,9 +126,9 @@ void* close_on_this_thread(void* arg) {
     ::close(job->fd);
     std::lock_guard lk(job->st->mu);
     auto it = job->st->owners.find(job->key);
-    --it->second.open;
+    it->second.given.erase(it->second.given.find(job->given_ns));
     --it->second.threads;
-    if (it->second.open == 0) job->st->owners.erase(it);
+    if (it->second.given.empty()) job->st->owners.erase(it);
     if (!next_parked(*job->st, *job)) {
       --job->st->threads;
       break;
@@ -150,11 +159,12 @@ void SlowCloses::close(int fd, int64_t owner) {
   if (fd < 0) return;
   struct stat st {};
   State::Key key{owner, fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)};
+  int64_t given = now_ns();
   std::lock_guard lk(st_->mu);
   State::Owner& o = st_->owners[key];
-  ++o.open;
+  o.given.insert(given);
   if (o.threads < kMaxThreadsPerOwner && st_->threads < kMaxThreads) {
-    auto* job = new Job{st_, fd, key};
+    auto* job = new Job{st_, fd, given, key};
     ++o.threads;
     ++st_->threads;
     if (start_thread(job)) return;
@@ -162,14 +172,19 @@ void SlowCloses::close(int fd, int64_t owner) {
     --st_->threads;
     delete job;
   }
-  o.parked.push_back(fd);  // a thread of its owner's takes it when one returns
+  o.parked.emplace_back(fd, given);  // a thread of its owner's takes it when one returns
 }
 
-size_t SlowCloses::open_from(int64_t owner) const {
+size_t SlowCloses::open_from(int64_t owner, int64_t older_than_ns) const {
+  int64_t cutoff = now_ns() - older_than_ns;
   std::lock_guard lk(st_->mu);
   size_t open = 0;
-  for (bool socket : {false, true})
-    if (auto it = st_->owners.find({owner, socket}); it != st_->owners.end()) open += it->second.open;
+  for (bool socket : {false, true}) {
+    auto it = st_->owners.find({owner, socket});
+    if (it == st_->owners.end()) continue;
+    const auto& given = it->second.given;
+    open += size_t(std::distance(given.begin(), given.upper_bound(cutoff)));
+  }
   return open;
 }
 

@@ -35,7 +35,8 @@ class SlowCloses {
   // Takes `fd` and closes it on a thread of its own; `owner`: whom it counts against. A socket is
   // read empty first, its descriptors left to the kernel to drop untaken.
   void close(int fd, int64_t owner);
-  size_t open_from(int64_t owner) const;  // the owner's descriptors given here and not closed yet
+  // The owner's descriptors given here over `older_than_ns` ago and not closed yet.
+  size_t open_from(int64_t owner, int64_t older_than_ns = 0) const;
   size_t threads() const;                 // threads in a close now
 
   struct State;  // shared with the threads: one stuck for good outlives the router's objects
