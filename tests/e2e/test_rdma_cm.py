@@ -3,7 +3,9 @@ perftest's -R, through vrdma-run (libvrdma-rdmacm.so preloaded over librdmacm), 
 across two routers in two network namespaces. The connection manager's messages go over TCP
 between the two programs; every byte of RDMA goes through the routers, checked where the
 programs offer it (rping -V validates each ping)."""
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -14,7 +16,7 @@ import pytest
 
 from conftest import run
 from test_verbs_interop import (CMD_TIMEOUT, PERFTESTS, Host, hosts, one_host, pair, routers_said,  # noqa: F401
-                                serving, two_hosts)
+                                server_said, serving, two_hosts)
 
 RDMACM_UTILS = ["rping", "ucmatose", "udaddy", "rdma_server", "rdma_client"]
 
@@ -292,6 +294,23 @@ def test_a_passive_side_that_never_replies_fails_the_connect_within_a_bound(one_
         took = time.monotonic() - started
     assert r.returncode != 0, r.stdout + r.stderr
     assert 4 < took < 15, f"rping gave up after {took:.1f} s"
+
+
+def test_a_request_the_listeners_router_cannot_check_is_said_to_be_so(two_hosts, free_port):
+    """A listener's library asks its router for the MAC of each REQ it gets. One its router did not
+    answer (here, stopped) was refused as one 'from another tenant'; now it is refused saying the
+    router could not check it."""
+    h = two_hosts
+    argv = ["rping", "-p", str(free_port), "-C", "1"]
+    with serving(h["server"], [*argv, "-s", "-a", h["addr"]]) as srv:
+        os.kill(h["server"].router.pid, signal.SIGSTOP)
+        try:
+            cli = run(h["client"].argv([*argv, "-c", "-a", h["addr"]]), timeout=CMD_TIMEOUT)
+        finally:
+            os.kill(h["server"].router.pid, signal.SIGCONT)
+        said = server_said(srv)
+    assert cli.returncode != 0, cli.stdout + cli.stderr
+    assert "could not be checked for its tenant" in said and "another tenant" not in said, said
 
 
 NOBODY = 65534
