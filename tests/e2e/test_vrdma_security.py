@@ -1296,8 +1296,8 @@ def test_silent_connections_to_the_link_port_are_bounded_and_shut(router, world,
 class RawClient:
     """A client that speaks the control protocol itself and lays out its QP memory by hand
     (src/vrdma/proto/control.hh, qp_layout.hh, src/core/spsc_ring.hh), as a hostile one would."""
-    TYPES = dict(hello=1, welcome=2, error=3, alloc_pd=4, create_qp=13, qp_created=14, connect_qp=15,
-                 qp_connected=16, destroy_qp=19, send_doorbell=20)
+    TYPES = dict(hello=1, welcome=2, error=3, alloc_pd=4, handle=9, done=10, create_qp=13, qp_created=14,
+                 connect_qp=15, qp_connected=16, destroy_qp=19, send_doorbell=20, create_ah=23, destroy_ah=24)
 
     def __init__(self, path):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -1305,6 +1305,7 @@ class RawClient:
         self.s.settimeout(5)
         self.seq = 0
         _, body, _ = self.ask("hello", struct.pack("<II", os.getpid(), 0))
+        self.welcome = body
         self.router_id = struct.unpack_from("<Q", body, 80)[0]
         self.pd = struct.unpack_from("<I", self.ask("alloc_pd")[1])[0]
 
@@ -2236,6 +2237,42 @@ def test_a_stalled_tenants_connections_hold_none_of_the_routers_descriptors(rout
         attack.kill()
         attack.communicate(timeout=30)
     assert r.proc.poll() is None
+
+
+def test_address_handles_are_bounded_per_tenant_as_well_as_per_client(linked_routers):
+    """Each connection may hold 4,096 address handles; a tenant held as many as its connections
+    allowed (a user's 65,536 container uids, 64 connections each). Now a tenant holds 65,536 at
+    most: the 17th connection's first is refused, and one given back makes room."""
+    a, _ = linked_routers
+    clients = []
+    try:
+        for k in range(17):
+            c = RawClient(a.sock)
+            here = c.welcome[96:116]  # the router's own --listen address: no link to make
+            made, refused = [], None
+            for _ in range(4096 if k < 16 else 1):
+                t, body, _ = c.ask("create_ah", here + struct.pack("<I", 0))
+                if t != RawClient.TYPES["handle"]:
+                    refused = body
+                    break
+                made.append(struct.unpack_from("<I", body)[0])
+            clients.append((c, made))
+            if k < 16:
+                assert refused is None and len(made) == 4096, (k, len(made), refused)
+        assert refused and b"address handles, the most a tenant may" in refused, refused
+        first, made = clients[0]
+        t, _, _ = first.ask("destroy_ah", struct.pack("<I", made[0]))
+        assert t == RawClient.TYPES["done"]
+        last, _ = clients[-1]
+        t, body, _ = last.ask("create_ah", last.welcome[96:116] + struct.pack("<I", 0))
+        assert t == RawClient.TYPES["handle"], body
+    finally:
+        for c, _ in clients:
+            c.s.close()
+    time.sleep(0.3)  # their handles go with their connections: a new one may make them again
+    c = RawClient(a.sock)
+    t, body, _ = c.ask("create_ah", c.welcome[96:116] + struct.pack("<I", 0))
+    assert t == RawClient.TYPES["handle"], body
 
 
 # --- vrdmad --metrics ---------------------------------------------------------------------------

@@ -193,8 +193,7 @@ Router::Reply Router::create_ah(Session& s, const proto::Message& m) {
   req.at.pad = 0;  // an address is its IP and port: a pad the tenant set would make it another
   if (!fabric_) return error(s, m, EXDEV, "this router has no --listen address: its datagrams reach this host only");
   if (!req.at.port) return error(s, m, EINVAL, "an address handle names a router's --listen address and port");
-  if (s.ahs.size() >= Session::kMaxAhs)
-    return error(s, m, ENOMEM, fmt::format("this client holds {} address handles, the most it may", s.ahs.size()));
+  if (std::string why = no_room_for_ah(s); !why.empty()) return error(s, m, ENOMEM, why);
   int err = 0;
   std::string why;
   Reach r = req.at == opts_.listen ? Reach::ready : reach(s, req.at, &err, &why);
@@ -206,15 +205,28 @@ Router::Reply Router::create_ah(Session& s, const proto::Message& m) {
     later.later = true;
     return later;
   }
-  uint32_t id = s.next_ah++;
-  s.ahs.emplace(id, req.at);
-  return {proto::encode(proto::Type::handle, m.h.seq, proto::Handle{id})};
+  return {proto::encode(proto::Type::handle, m.h.seq, proto::Handle{add_ah(s, req.at)})};
 }
 
 Router::Reply Router::destroy_ah(Session& s, const proto::Message& m) {
   uint32_t id = m.as<proto::Handle>().id;
   if (!s.ahs.erase(id)) return error(s, m, EINVAL, fmt::format("address handle {} is not one of this client's", id));
+  --usage_[s.tenant.name].ahs;
   return {proto::encode(proto::Type::done, m.h.seq)};
+}
+
+std::string Router::no_room_for_ah(const Session& s) {
+  if (s.ahs.size() >= Session::kMaxAhs) return fmt::format("this client holds {} address handles, the most it may", s.ahs.size());
+  if (usage_[s.tenant.name].ahs >= TenantUsage::kMaxAhs)
+    return fmt::format("tenant {} holds {} address handles, the most a tenant may", s.tenant.name, TenantUsage::kMaxAhs);
+  return {};
+}
+
+uint32_t Router::add_ah(Session& s, const proto::RouterAddress& at) {
+  uint32_t id = s.next_ah++;
+  s.ahs.emplace(id, at);
+  ++usage_[s.tenant.name].ahs;
+  return id;
 }
 
 }  // namespace rb::vrdma

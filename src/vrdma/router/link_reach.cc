@@ -78,12 +78,10 @@ void Router::on_proven(const proto::RouterAddress& at) {
         continue;
       }
       answer(s->second, error(s->second, req, EHOSTUNREACH, fmt::format("router {} cannot be reached", proto::to_string(at))));
-    } else if (s->second.ahs.size() >= Session::kMaxAhs) {
-      answer(s->second, error(s->second, req, ENOMEM, "this client holds the most address handles it may"));
+    } else if (std::string why = no_room_for_ah(s->second); !why.empty()) {
+      answer(s->second, error(s->second, req, ENOMEM, why));
     } else {
-      uint32_t id = s->second.next_ah++;
-      s->second.ahs.emplace(id, at);
-      answer(s->second, {proto::encode(proto::Type::handle, pc.seq, proto::Handle{id})});
+      answer(s->second, {proto::encode(proto::Type::handle, pc.seq, proto::Handle{add_ah(s->second, at)})});
     }
     it = connects_.erase(it);
   }

@@ -556,6 +556,7 @@ void Router::drop(uint32_t id) {
     u.mrs -= s.mrs.size();
     for (uint32_t pd : s.pds) keys_in_use_.erase(pd);
     u.qps -= s.qps.size();
+    u.ahs -= s.ahs.size();
     revoke_grants_of(s);
     for (uint32_t q : std::set<uint32_t>(s.qps)) release_qp(q);
     for (uint32_t n : s.srqs) {

@@ -254,6 +254,10 @@ struct TenantUsage {
   // against max_reg_bytes too, or 1,024 QPs of 64 MiB each are memory no limit sees.
   uint64_t ring_bytes = 0;
   uint64_t requests = 0, refused_clients = 0;
+  // Address handles of all its clients: each is bounded (Session::kMaxAhs), and so is the tenant,
+  // or a tenant of many uids (a user's containers) holds as many as its connections allow.
+  static constexpr uint64_t kMaxAhs = 65536;
+  uint64_t ahs = 0;
   // Its requests in flight to other hosts' routers, and their bytes (the control thread's): its
   // QPs wait past its share (link_use.hh), so no tenant fills the link every tenant shares.
   std::shared_ptr<LinkUse> on_links = std::make_shared<LinkUse>();
@@ -360,6 +364,10 @@ class Router final : private LinkSink {
   Reply create_ah(Session& s, const proto::Message& m);
   Reply peer_srq(Session& s, const proto::Message& m);
   Reply destroy_ah(Session& s, const proto::Message& m);
+  // Why `s` may make no more address handles (its own or its tenant's are at their bound); empty
+  // when it may. add_ah makes one.
+  std::string no_room_for_ah(const Session& s);
+  uint32_t add_ah(Session& s, const proto::RouterAddress& at);
   // The QPs connected to any QP of `s`: their holders map s's regions (direct path).
   void revoke_grants_of(const Session& s);
   void release_qp(uint32_t num);
