@@ -2048,14 +2048,15 @@ for _ in range(again):
 
 
 @contextlib.contextmanager
-def stalled_filesystem(world):
+def stalled_filesystem(world, owner=None):
     """A FUSE mount whose server never answers FLUSH: every close of its file "f" waits until the
-    server ends (on leaving), which lets them all return."""
+    server ends (on leaving), which lets them all return. With `owner`, the mount is that uid's
+    alone, as fusermount leaves a user's: even root may not stat its file."""
     mnt = world / "stalled"
     mnt.mkdir()
     mnt.chmod(0o755)
-    fs = subprocess.Popen([str(BUILD / "stalled_fuse"), str(mnt)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+    fs = subprocess.Popen([str(BUILD / "stalled_fuse"), str(mnt), *([str(owner)] if owner is not None else [])],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = fs.stdout.readline()
         if "ready" not in line:
@@ -2110,6 +2111,120 @@ def test_a_close_that_never_returns_holds_up_no_other_close(router, world):
     assert router_threads(r) == baseline_threads  # every close returned, and its thread ended
     again = run(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, "/dev/null", "1", "1"], timeout=30, user=NOBODY)
     assert "closes that have not returned" not in again.stdout, again.stdout  # served again (and refused as no tenant)
+    assert r.proc.poll() is None
+
+
+@as_root
+def test_a_file_root_may_not_even_stat_closes_on_a_thread_of_its_own(router, world):
+    """Probe 24: a FUSE mount of one user's alone (no allow_other, as fusermount leaves it) refuses
+    even root's fstat. The closer took that refusal for 'not open: nothing to wait for' and closed
+    the file itself; its FLUSH was never answered, every close behind it waited, and one uid's
+    20,000 sessions filled the router's table. A descriptor is now told apart without a call into
+    its filesystem (its /proc/self/fd link, F_GET_SEALS), and such a file closes on a thread."""
+    r = router()
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    with stalled_filesystem(world, owner=NOBODY) as file:
+        assert subprocess.run(["stat", str(file)], capture_output=True).returncode != 0  # root may not
+        attack = subprocess.Popen(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, str(file), "1", "0"],
+                                  user=NOBODY, group=NOBODY, extra_groups=[], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
+        ping = start_ping(r.sock, 2)
+        for _ in range(200):  # other clients come and go: each socket is closed off the loop
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+                c.connect(r.sock)
+            time.sleep(0.005)
+        assert_served(ping_result(ping))
+        deadline = time.time() + 3
+        while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > baseline + 3 and time.time() < deadline:
+            time.sleep(0.05)
+        held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+        assert held <= baseline + 3, f"the router holds {held} descriptors (from {baseline})"
+        assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+    attack.communicate(timeout=30)  # its own close of the file returned with the filesystem
+    assert r.proc.poll() is None
+
+
+# Opens the stalled filesystem's file once, connects `nconn` sessions, and sends on each one
+# packet carrying 253 copies of that descriptor (each copy's close waits on its own FLUSH).
+BURST_OF_STUCK_FILES = SEND_ONCE_SERVED + """
+import os, socket, sys
+path, file, nconn = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(file, os.O_RDONLY)
+conns = []
+for _ in range(nconn):
+    conns.append(socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+    conns[-1].connect(path)
+sent = 0
+for c in conns:
+    try:
+        send_once_served(c, [b"x"], [fd] * 253, within=2)
+        sent += 1
+    except OSError:
+        pass
+print("sent", sent, flush=True)
+sys.stdin.read()
+os._exit(0)
+"""
+
+
+@as_root
+def test_one_uids_burst_of_stuck_files_parks_a_bounded_number(router, world):
+    """Probe 24: one uid's 64 connections each sent a packet of 253 copies of a file whose close
+    never returns, all within 1.3 ms: before 100 ms had passed and its owner was stalled, 16,000
+    were parked in the router's table (two uids filled it, and root was refused). Now an owner
+    with 1,024 descriptors not closed is stalled at once, and what its other connections queued
+    goes with them, unread."""
+    r = router()
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    attack = None
+    try:
+        with stalled_filesystem(world) as file:
+            attack = subprocess.Popen(["/usr/bin/python3", "-c", BURST_OF_STUCK_FILES, r.sock, str(file), "64"],
+                                      user=NOBODY, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            assert attack.stdout.readline().startswith("sent"), attack.stderr.read()
+            time.sleep(1)
+            held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+            assert held <= baseline + 1024 + 2 * 253 + 64, f"the router holds {held} descriptors (from {baseline})"
+            assert_served(ping_result(start_ping(r.sock, 1)))
+            assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+            assert "closes that have not returned" in r.log.read_text()
+    finally:  # its own close of the file returns with the filesystem
+        if attack:
+            attack.kill()
+            attack.communicate(timeout=30)
+    assert r.proc.poll() is None
+
+
+@as_root
+def test_a_tenant_whose_close_waits_for_a_thread_others_hold_is_not_stalled(router, world):
+    """Probe 24: 32 uids, each with 32 closes that never return, held all 1,024 of the router's
+    threads for closes; another uid's ordinary close then waited for a thread, parked, and after
+    100 ms counted as stuck: that uid was refused as stalled. Only a close begun on a thread and
+    not returned counts now."""
+    r = router()
+    attackers = []
+    try:
+        with stalled_filesystem(world) as file:
+            for uid in range(60000, 60032):
+                attackers.append(subprocess.Popen(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, str(file), "40", "0"],
+                                                  user=uid, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            for a in attackers:
+                assert a.stdout.readline().strip() == "sent", a.stderr.read()
+            deadline = time.time() + 10
+            while router_threads(r) < 1024 and time.time() < deadline:
+                time.sleep(0.05)
+            assert router_threads(r) >= 1024, router_threads(r)
+            innocent = run(["/usr/bin/python3", "-c", STUCK_CLOSES, r.sock, "/dev/null", "1", "1"], timeout=30,
+                           user=60100)
+            assert innocent.returncode == 0, innocent.stderr
+            assert "closes that have not returned" not in innocent.stdout, innocent.stdout
+            assert_served(ping_result(start_ping(r.sock, 1)))
+    finally:  # their own closes return with the filesystem
+        for a in attackers:
+            a.kill()
+            a.communicate(timeout=30)
     assert r.proc.poll() is None
 
 

@@ -11,39 +11,40 @@
 
 #include <gtest/gtest.h>
 
+#include "vrdma/router/client_fds.hh"
 #include "vrdma/router/slow_closes.hh"
 
 namespace rb::vrdma {
 namespace {
 
-// What clients pass in earnest (memfds, eventfds, sockets, pipes) closes at once, on the closer,
-// as do /dev/null and its kind; another driver's character device, not a tty, goes to a thread
-// (its flush may wait).
-TEST(SlowCloses, OnlyWhatCanWaitOnAnotherPartyGetsAThread) {
+// What clients pass in earnest (memfds, eventfds, pipes) closes at once, on the closer, told
+// without asking the file's filesystem; a Unix socket, or any file with a path but shared memory
+// (a disk or FUSE file, /dev/null, a device), goes to a thread.
+TEST(SlowCloses, OnlyWhatClosesAtOnceStaysOnTheCloser) {
   int mem = memfd_create("t", MFD_CLOEXEC);
   int ev = eventfd(0, EFD_CLOEXEC);
   int sv[2], pv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
   ASSERT_EQ(pipe2(pv, O_CLOEXEC), 0);
+  int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);  // a driver's (here, FUSE's own device)
+  int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(null, 0);
-  EXPECT_FALSE(close_may_wait(mem));
-  EXPECT_FALSE(close_may_wait(ev));
-  EXPECT_FALSE(close_may_wait(sv[0]));
-  EXPECT_FALSE(close_may_wait(pv[0]));
-  EXPECT_FALSE(close_may_wait(null));
-  if (fuse >= 0) {
-    EXPECT_TRUE(close_may_wait(fuse));
-  }
-  EXPECT_FALSE(close_may_wait(-1));
-  for (int fd : {mem, ev, sv[0], sv[1], pv[0], pv[1], null, fuse}) close(fd);
+  EXPECT_EQ(close_kind(mem), CloseKind::at_once);
+  EXPECT_EQ(close_kind(ev), CloseKind::at_once);
+  EXPECT_EQ(close_kind(pv[0]), CloseKind::at_once);
+  EXPECT_EQ(close_kind(sv[0]), CloseKind::unix_socket);
+  EXPECT_EQ(close_kind(tcp), CloseKind::socket);
+  EXPECT_EQ(close_kind(null), CloseKind::may_wait);
+  EXPECT_EQ(close_kind(self), CloseKind::may_wait);
+  EXPECT_EQ(close_kind(-1), CloseKind::may_wait);
+  for (int fd : {mem, ev, sv[0], sv[1], pv[0], pv[1], tcp, null, self}) close(fd);
 }
 
 // A descriptor given is counted against its owner until its close returns, and its thread ends.
 TEST(SlowCloses, CountsAnOwnersDescriptorsUntilTheirClosesReturn) {
   SlowCloses slow;
-  for (int k = 0; k < 40; ++k) slow.close(open("/dev/null", O_RDONLY | O_CLOEXEC), 7);  // past one owner's threads
+  for (int k = 0; k < 40; ++k) slow.close(open("/dev/null", O_RDONLY | O_CLOEXEC), 7, false);  // past one owner's threads
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while ((slow.open_from(7) || slow.threads()) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -77,23 +78,24 @@ int lingering_socket(int linger_s, int& peer, int& listener) {
   return s;
 }
 
-// A close counts toward its owner's stuck ones only once it has waited the age asked about: a
-// tenant's many programs ending at once close many sockets, each in microseconds.
+// A close counts toward its owner's stuck ones only once it has waited the age asked about on a
+// thread: a tenant's many programs ending at once close many sockets, each in microseconds.
 TEST(SlowCloses, CountsACloseAsStuckOnlyOnceItHasWaited) {
   int peer = -1, listener = -1;
   int s = lingering_socket(1, peer, listener);
   ASSERT_GE(s, 0);
   SlowCloses slow;
-  slow.close(s, 7);
+  slow.close(s, 7, true);
   constexpr int64_t kAge = 100'000'000;
   EXPECT_EQ(slow.open_from(7), 1u);
-  EXPECT_EQ(slow.open_from(7, kAge), 0u);
+  EXPECT_EQ(slow.stuck_from(7, kAge), 0u);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(slow.open_from(7, kAge), 1u);  // still in its linger
+  EXPECT_EQ(slow.stuck_from(7, kAge), 1u);  // still in its linger
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (slow.open_from(7) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(slow.open_from(7), 0u);
+  EXPECT_EQ(slow.stuck_from(7, 0), 0u);
   close(peer);
   close(listener);
 }

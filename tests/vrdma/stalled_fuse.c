@@ -3,8 +3,11 @@
  * it, or a fault on a page of it mapped. The e2e tests mount it (as root, allow_other) and let
  * another uid open "f" and hand the descriptor to the router, or hold a lock in a fault on it.
  *
- *   stalled_fuse MOUNTPOINT     prints "ready" once mounted; on SIGTERM or SIGINT, unmounts and
- *                               ends, which lets every waiting close return.
+ *   stalled_fuse MOUNTPOINT [UID]   prints "ready" once mounted; on SIGTERM or SIGINT, unmounts and
+ *                               ends, which lets every waiting close return. With UID, the mount
+ *                               is that user's alone (no allow_other, as fusermount leaves a
+ *                               user's mount: even root's fstat of its file is refused) and the
+ *                               server then runs as that user.
  *
  * Talks to /dev/fuse directly (no libfuse): INIT, LOOKUP, GETATTR, OPEN, RELEASE and STATFS are
  * answered, FLUSH, READ and INTERRUPT never, anything else with ENOSYS. */
@@ -88,10 +91,11 @@ static void serve(int dev, const char* req) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: stalled_fuse MOUNTPOINT\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: stalled_fuse MOUNTPOINT [UID]\n");
     return 2;
   }
+  int owner = argc == 3 ? atoi(argv[2]) : -1;
   struct sigaction sa = {.sa_handler = on_stop};
   sigaction(SIGTERM, &sa, NULL);  /* no SA_RESTART: read() returns EINTR */
   sigaction(SIGINT, &sa, NULL);
@@ -101,9 +105,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   char opts[128];
-  snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", dev);
+  if (owner < 0)
+    snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", dev);
+  else
+    snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=%d,group_id=%d", dev, owner, owner);
   if (mount("stalled", argv[1], "fuse.stalled", MS_NOSUID | MS_NODEV, opts) != 0) {
     perror("stalled_fuse: mount");
+    return 1;
+  }
+  if (owner >= 0 && (setgid((gid_t)owner) != 0 || setuid((uid_t)owner) != 0)) {
+    perror("stalled_fuse: setuid");
     return 1;
   }
   printf("ready\n");

@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,12 +116,19 @@ void FdCloser::close_later(UniqueFd fd, int64_t owner) {
   {
     std::lock_guard lk(mu_);
     fds_.emplace_back(fd.release(), owner);
+    ++queued_[owner];
   }
   cv_.notify_one();
 }
 
 bool FdCloser::stalled(int64_t owner) const {
-  return owner != kNoOwner && slow_.open_from(owner, kStuckAfterNs) >= kStalledAt;
+  if (owner == kNoOwner) return false;
+  size_t queued = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = queued_.find(owner); it != queued_.end()) queued = it->second;
+  }
+  return slow_.stuck_from(owner, kStuckAfterNs) >= kStalledAt || queued + slow_.open_from(owner) >= kMostPending;
 }
 
 void FdCloser::run() {
@@ -141,30 +147,33 @@ void FdCloser::run() {
     auto [fd, owner] = fds_.front();
     fds_.pop_front();
     lk.unlock();
-    close_one(fd, owner);
+    close_one(fd, owner);  // given to slow_ (counted there) before it stops counting here
     lk.lock();
+    if (auto it = queued_.find(owner); it != queued_.end() && --it->second == 0) queued_.erase(it);
   }
 }
 
-void FdCloser::close_one(int fd, int64_t owner) {
-  if (stalled(owner)) return slow_.close(fd, owner);  // its wait, if any, on a thread of its own
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+CloseKind close_kind(int fd) {
+  std::string l = link_of(fd);
+  if (l.rfind("socket:[", 0) == 0) {
     int domain = 0;
     socklen_t len = sizeof domain;
-    // A Unix socket is never read here, nor closed: whatever is queued in it the kernel closes
-    // where it is closed (a TCP socket with unsent data and SO_LINGER waits there), and a client
-    // with a copy of it can hold its receive lock for as long as it likes (a thread of its own in
-    // a page fault on a FUSE mount it serves), so even a non-blocking read waits. On a thread of
-    // its owner's, either wait holds up no one else's close.
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX)
-      return slow_.close(fd, owner);
+    bool unix_domain = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
+    return unix_domain ? CloseKind::unix_socket : CloseKind::socket;
+  }
+  if (!l.empty() && l[0] != '/') return CloseKind::at_once;  // pipe:[...], anon_inode:[eventfd], ...
+  // A file with a path: shared memory (a memfd; F_GET_SEALS is the kernel's answer alone) closes
+  // at once; any other may flush to its filesystem's server, or a tty wait for its output.
+  return !l.empty() && fcntl(fd, F_GET_SEALS) >= 0 ? CloseKind::at_once : CloseKind::may_wait;
+}
+
+void FdCloser::close_one(int fd, int64_t owner) {
+  CloseKind kind = close_kind(fd);
+  if (stalled(owner) || kind == CloseKind::may_wait || kind == CloseKind::unix_socket)
+    return slow_.close(fd, owner, kind == CloseKind::socket || kind == CloseKind::unix_socket);
+  if (kind == CloseKind::socket) {
     linger now{1, 0};  // abortive: a close that waits for unsent data waits for nobody
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
-  } else if (isatty(fd)) {
-    tcflush(fd, TCOFLUSH);  // a tty's close waits for its output to drain
-  } else if (close_may_wait(fd)) {
-    return slow_.close(fd, owner);
   }
   close(fd);
 }

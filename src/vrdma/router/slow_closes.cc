@@ -2,51 +2,18 @@
 
 #include <pthread.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
-#include <iterator>
-#include <tuple>
 #include <utility>
 
 namespace rb::vrdma {
 namespace {
-
-// Filesystems whose close() flushes nothing to another party (statfs f_type). Overlay is not
-// among them: it passes FLUSH on to the filesystem under it, which a user namespace can make a
-// FUSE mount of its own.
-constexpr std::array<unsigned long, 21> kLocalFilesystems = {
-    0x534F434B,  // sockfs
-    0x50495045,  // pipefs
-    0x09041934,  // anon inodes: eventfd, epoll, timerfd, ...
-    0x01021994,  // tmpfs, shmem: memfds
-    0x958458f6,  // hugetlbfs: huge-page memfds
-    0x858458f6,  // ramfs
-    0x9fa0,      // proc
-    0x62656572,  // sysfs
-    0x6e736673,  // nsfs
-    0x50494446,  // pidfs
-    0x63677270,  // cgroup2
-    0x0027e0eb,  // cgroup
-    0xcafe4a11,  // bpf
-    0x64626720,  // debugfs
-    0x74726163,  // tracefs
-    0xEF53,      // ext2, ext3, ext4
-    0x58465342,  // xfs
-    0x9123683E,  // btrfs
-    0xF2F52010,  // f2fs
-    0x73717368,  // squashfs
-    0xE0F5E1E2,  // erofs
-};
 
 constexpr size_t kStackBytes = 64 * 1024;  // close() and a lock: a stuck thread costs little
 
@@ -56,25 +23,11 @@ int64_t now_ns() {
 
 }  // namespace
 
-bool close_may_wait(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return false;  // not open: nothing to wait for
-  if (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) return false;
-  // A driver's flush may wait (a tty's output is dropped first); the memory devices' (/dev/null,
-  // /dev/zero, /dev/urandom: major 1) never do, and need no thread each.
-  if (S_ISCHR(st.st_mode)) return major(st.st_rdev) != 1 && !isatty(fd);
-  if (S_ISBLK(st.st_mode)) return true;
-  struct statfs fs {};
-  if (fstatfs(fd, &fs) != 0) return true;
-  auto type = static_cast<unsigned long>(fs.f_type) & 0xffffffffUL;
-  return std::find(kLocalFilesystems.begin(), kLocalFilesystems.end(), type) == kLocalFilesystems.end();
-}
-
 struct SlowCloses::State {
   struct Owner {
-    std::multiset<int64_t> given;  // when each given and not closed yet was given
-    size_t threads = 0;            // of them, in a close now
-    std::deque<std::pair<int, int64_t>> parked;  // descriptor, when given
+    size_t open = 0;                 // given and not closed yet
+    std::multiset<int64_t> started;  // when each of them in a close now (on a thread) began it
+    std::deque<int> parked;
   };
   // A socket's close waits only on what is queued in it; it is never parked behind its owner's
   // files, whose closes may never return: each kind has its owner's share of threads.
@@ -89,18 +42,19 @@ namespace {
 struct Job {
   std::shared_ptr<SlowCloses::State> st;
   int fd;
-  int64_t given_ns;
+  int64_t started_ns;
   SlowCloses::State::Key key;
 };
 
 // The next parked descriptor a thread may take (its owner under its share of threads), or none.
 bool next_parked(SlowCloses::State& st, Job& job) {
   auto take = [&](const SlowCloses::State::Key& key, SlowCloses::State::Owner& o) {
-    if (o.parked.empty() || o.threads >= SlowCloses::kMaxThreadsPerOwner) return false;
-    std::tie(job.fd, job.given_ns) = o.parked.front();
+    if (o.parked.empty() || o.started.size() >= SlowCloses::kMaxThreadsPerOwner) return false;
+    job.fd = o.parked.front();
     job.key = key;
+    job.started_ns = now_ns();
     o.parked.pop_front();
-    ++o.threads;
+    o.started.insert(job.started_ns);
     return true;
   };
   if (auto it = st.owners.find(job.key); it != st.owners.end() && take(it->first, it->second)) return true;
@@ -126,9 +80,8 @@ void* close_on_this_thread(void* arg) {
     ::close(job->fd);
     std::lock_guard lk(job->st->mu);
     auto it = job->st->owners.find(job->key);
-    it->second.given.erase(it->second.given.find(job->given_ns));
-    --it->second.threads;
-    if (it->second.given.empty()) job->st->owners.erase(it);
+    it->second.started.erase(it->second.started.find(job->started_ns));
+    if (--it->second.open == 0) job->st->owners.erase(it);
     if (!next_parked(*job->st, *job)) {
       --job->st->threads;
       break;
@@ -155,37 +108,49 @@ bool start_thread(Job* job) {
 
 SlowCloses::SlowCloses() : st_(std::make_shared<State>()) {}
 
-void SlowCloses::close(int fd, int64_t owner) {
+void SlowCloses::close(int fd, int64_t owner, bool socket) {
   if (fd < 0) return;
-  struct stat st {};
-  State::Key key{owner, fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)};
-  int64_t given = now_ns();
+  State::Key key{owner, socket};
+  int64_t now = now_ns();
   std::lock_guard lk(st_->mu);
+  bool stuck = false;
+  for (bool s : {false, true})
+    if (auto it = st_->owners.find({owner, s}); it != st_->owners.end() && !it->second.started.empty())
+      stuck = stuck || *it->second.started.begin() <= now - kStuckAfterNs;
   State::Owner& o = st_->owners[key];
-  o.given.insert(given);
-  if (o.threads < kMaxThreadsPerOwner && st_->threads < kMaxThreads) {
-    auto* job = new Job{st_, fd, given, key};
-    ++o.threads;
+  ++o.open;
+  size_t most = stuck ? kMaxThreads : kMaxThreadsAll;
+  if (o.started.size() < kMaxThreadsPerOwner && st_->threads < most) {
+    auto* job = new Job{st_, fd, now, key};
+    o.started.insert(job->started_ns);
     ++st_->threads;
     if (start_thread(job)) return;
-    --o.threads;
+    o.started.erase(o.started.find(job->started_ns));
     --st_->threads;
     delete job;
   }
-  o.parked.emplace_back(fd, given);  // a thread of its owner's takes it when one returns
+  o.parked.push_back(fd);  // a thread of its owner's takes it when one returns
 }
 
-size_t SlowCloses::open_from(int64_t owner, int64_t older_than_ns) const {
-  int64_t cutoff = now_ns() - older_than_ns;
+size_t SlowCloses::open_from(int64_t owner) const {
   std::lock_guard lk(st_->mu);
   size_t open = 0;
+  for (bool socket : {false, true})
+    if (auto it = st_->owners.find({owner, socket}); it != st_->owners.end()) open += it->second.open;
+  return open;
+}
+
+size_t SlowCloses::stuck_from(int64_t owner, int64_t older_than_ns) const {
+  int64_t cutoff = now_ns() - older_than_ns;
+  std::lock_guard lk(st_->mu);
+  size_t stuck = 0;
   for (bool socket : {false, true}) {
     auto it = st_->owners.find({owner, socket});
     if (it == st_->owners.end()) continue;
-    const auto& given = it->second.given;
-    open += size_t(std::distance(given.begin(), given.upper_bound(cutoff)));
+    const auto& started = it->second.started;
+    stuck += size_t(std::distance(started.begin(), started.upper_bound(cutoff)));
   }
-  return open;
+  return stuck;
 }
 
 size_t SlowCloses::threads() const {

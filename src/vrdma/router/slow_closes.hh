@@ -18,26 +18,28 @@
 
 namespace rb::vrdma {
 
-// True when closing `fd` may wait on someone outside the router: a file on a filesystem not
-// known to flush locally (FUSE, NFS, SMB, 9p, ...), or a character device but a tty or /dev/null.
-// Sockets, pipes, eventfds, memfds, ttys and files on local disks close without such a wait.
-bool close_may_wait(int fd);
-
 class SlowCloses {
  public:
-  static constexpr size_t kMaxThreads = 1024;
+  // Threads in all for owners with a close stuck (begun over kStuckAfterNs ago, not returned);
+  // an owner with none may still start one up to kMaxThreadsAll, so other owners' stuck closes
+  // never hold up its own.
+  static constexpr size_t kMaxThreads = 1024, kMaxThreadsAll = 4096;
   static constexpr size_t kMaxThreadsPerOwner = 32;
+  static constexpr int64_t kStuckAfterNs = 100'000'000;
   static constexpr int64_t kNoOwner = -1;
 
   SlowCloses();
   SlowCloses(const SlowCloses&) = delete;
   SlowCloses& operator=(const SlowCloses&) = delete;
-  // Takes `fd` and closes it on a thread of its own; `owner`: whom it counts against. A socket is
-  // read empty first, its descriptors left to the kernel to drop untaken.
-  void close(int fd, int64_t owner);
-  // The owner's descriptors given here over `older_than_ns` ago and not closed yet.
-  size_t open_from(int64_t owner, int64_t older_than_ns = 0) const;
-  size_t threads() const;                 // threads in a close now
+  // Takes `fd` and closes it on a thread of its own; `owner`: whom it counts against. A socket
+  // (the caller says which: asking the file could wait too) is read empty first, its descriptors
+  // left to the kernel to drop untaken.
+  void close(int fd, int64_t owner, bool socket);
+  size_t open_from(int64_t owner) const;  // the owner's descriptors given here and not closed yet
+  // Of them, those in a close on a thread that began over `older_than_ns` ago: parked ones wait
+  // for a thread, which may be another owner's doing (all 1,024 busy), never count.
+  size_t stuck_from(int64_t owner, int64_t older_than_ns) const;
+  size_t threads() const;  // threads in a close now
 
   struct State;  // shared with the threads: one stuck for good outlives the router's objects
 
