@@ -2114,6 +2114,23 @@ def test_a_close_that_never_returns_holds_up_no_other_close(router, world):
     assert r.proc.poll() is None
 
 
+def assert_other_clients_closed_and_served(r, baseline):
+    """While an attack holds what it holds: 200 clients come and go (each socket is closed off the
+    loop), a ping is served throughout, and the router's descriptors come back to `baseline`."""
+    ping = start_ping(r.sock, 2)
+    for _ in range(200):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+            c.connect(r.sock)
+        time.sleep(0.005)
+    assert_served(ping_result(ping))
+    deadline = time.time() + 3
+    while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > baseline + 3 and time.time() < deadline:
+        time.sleep(0.05)
+    held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    assert held <= baseline + 3, f"the router holds {held} descriptors (from {baseline})"
+    assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+
+
 @as_root
 def test_a_file_root_may_not_even_stat_closes_on_a_thread_of_its_own(router, world):
     """Probe 24: a FUSE mount of one user's alone (no allow_other, as fusermount leaves it) refuses
@@ -2129,18 +2146,7 @@ def test_a_file_root_may_not_even_stat_closes_on_a_thread_of_its_own(router, wor
                                   user=NOBODY, group=NOBODY, extra_groups=[], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
-        ping = start_ping(r.sock, 2)
-        for _ in range(200):  # other clients come and go: each socket is closed off the loop
-            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
-                c.connect(r.sock)
-            time.sleep(0.005)
-        assert_served(ping_result(ping))
-        deadline = time.time() + 3
-        while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > baseline + 3 and time.time() < deadline:
-            time.sleep(0.05)
-        held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
-        assert held <= baseline + 3, f"the router holds {held} descriptors (from {baseline})"
-        assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+        assert_other_clients_closed_and_served(r, baseline)
     attack.communicate(timeout=30)  # its own close of the file returned with the filesystem
     assert r.proc.poll() is None
 
@@ -2265,18 +2271,7 @@ def test_a_socket_whose_receive_lock_a_client_holds_holds_up_no_close(router, wo
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
             time.sleep(0.3)
-            ping = start_ping(r.sock, 2)
-            for _ in range(200):  # other clients come and go: each socket is closed off the loop
-                with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
-                    c.connect(r.sock)
-                time.sleep(0.005)
-            assert_served(ping_result(ping))
-            deadline = time.time() + 3
-            while len(os.listdir(f"/proc/{r.proc.pid}/fd")) > baseline + 3 and time.time() < deadline:
-                time.sleep(0.05)
-            held = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
-            assert held <= baseline + 3, f"the router holds {held} descriptors (from {baseline})"
-            assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
+            assert_other_clients_closed_and_served(r, baseline)
     finally:  # its thread's fault ends with the filesystem, and only then can it be killed
         if attack:
             attack.kill()
