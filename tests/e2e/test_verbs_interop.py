@@ -323,7 +323,7 @@ def test_perftest(hosts, free_port, tool, variant):
         assert refused in cli.stdout + cli.stderr
         return
     out = cli.stdout + cli.stderr
-    assert cli.returncode == 0, out + routers_said(hosts)
+    assert cli.returncode == 0, f"{out}\n--- the server printed (exit {src}):\n{sout}\n{routers_said(hosts)}"
     assert src == 0, sout + routers_said(hosts)
     assert "vrdma0" in out and "vrdma-verbs:" not in out and "vrdma-verbs:" not in sout
     table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
