@@ -11,10 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
-
-#include <sys/socket.h>
-#include <sys/stat.h>
 
 #include "core/unique_fd.hh"
 #include "vrdma/router/slow_closes.hh"
