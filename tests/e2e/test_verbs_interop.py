@@ -119,11 +119,32 @@ def hosts(request):
     return request.getfixturevalue(request.param)
 
 
+def listening_port(argv):
+    """The TCP port a server's argv names (-p/--port), or None."""
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ("-p", "--port") and value.isdigit():
+            return value
+    return None
+
+
+def wait_listening(host, proc, port, within=10):
+    """Until something on the host listens on TCP `port` (the server's own listen), or proc ends."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and proc.poll() is None:
+        if subprocess.run(host.wrap(["ss", "-Hltn", f"sport = :{port}"]), capture_output=True, text=True).stdout.strip():
+            return
+        time.sleep(0.02)
+
+
 @contextlib.contextmanager
 def serving(host, argv):
     proc = subprocess.Popen(host.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(0.5)  # the programs' own TCP listen; their clients retry nothing
+        port = listening_port(argv)
+        if port:
+            wait_listening(host, proc, port)
+        else:
+            time.sleep(0.5)  # the programs' own TCP listen; their clients retry nothing
         yield proc
     finally:
         if proc.poll() is None:

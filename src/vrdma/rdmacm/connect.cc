@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "vrdma/rdmacm/state.hh"
 
@@ -61,6 +62,31 @@ socklen_t length_of(const sockaddr_storage& a) {
   return a.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
 }
 
+// IB and iWARP refuse a REQ no one listens for at once, but there the active side's address and
+// route resolution and its QP's creation each take a fabric round trip or a firmware call, so a
+// listen its program makes after telling its peer to go (perftest -R's second listen, right after
+// its handshake) is up before the peer's REQ comes. Here those steps cost microseconds and the REQ
+// can come first: a refused connect is tried again, after 1, 2, 4 .. 256 ms (511 ms in all),
+// before the program is told REJECTED.
+constexpr int kRefusedRetries = 9;
+
+// A TCP connection to `dst` (blocking, with the message deadlines), or none with `err` set.
+rb::UniqueFd connect_while_refused(const sockaddr_storage& dst, int& err) {
+  for (int attempt = 0;; ++attempt) {
+    rb::UniqueFd s(kernel_socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!s) {
+      err = errno;
+      return {};
+    }
+    set_deadlines(s.get());
+    if (connect(s.get(), reinterpret_cast<const sockaddr*>(&dst), length_of(dst)) == 0) return s;
+    err = errno;
+    if (err != ECONNREFUSED || attempt == kRefusedRetries) return {};
+    timespec pause{0, (1L << attempt) * 1'000'000L};
+    nanosleep(&pause, nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace rb::rdmacm
 
@@ -92,11 +118,10 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
   if (fill(id, req, Kind::req, param, kReqPrivate) != 0) return -1;
   if (param) id.responder_resources = param->responder_resources, id.initiator_depth = param->initiator_depth;
   const sockaddr_storage& dst = id.base.route.addr.dst_storage;
-  rb::UniqueFd s(kernel_socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s) return -1;
-  set_deadlines(s.get());
-  if (connect(s.get(), reinterpret_cast<const sockaddr*>(&dst), length_of(dst)) != 0) {
-    int err = errno;
+  int err = 0;
+  rb::UniqueFd s = connect_while_refused(dst, err);
+  if (!s) {
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) return fail(err);
     id.state = State::idle;
     if (err == ECONNREFUSED) post(id, RDMA_CM_EVENT_REJECTED, kNoListener);
     else post(id, RDMA_CM_EVENT_UNREACHABLE, -(err == EINPROGRESS || err == EAGAIN ? ETIMEDOUT : err));
