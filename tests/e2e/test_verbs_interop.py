@@ -171,16 +171,25 @@ def routers_said(h):
     return "\n".join(said)
 
 
-def pair(h, argv, client_argv=None):
+# perftest times its reports with the cycle counter, calibrated against gettimeofday before each
+# report; a preemption during that calibration (two cores shared by two programs and two routers)
+# makes its fit fail (r^2 < 0.9) and the side that saw it quits. That is perftest's clock, not
+# the transport: the pair runs again, at most twice.
+PERFTEST_CLOCK = "Can't produce a report"
+
+
+def pair(h, argv, client_argv=None, tries=3):
     """Runs argv as server and argv + the server's address as client; both outputs back."""
-    with serving(h["server"], argv) as srv:
-        cli = run(h["client"].argv([*(client_argv or argv), h["addr"]]), timeout=CMD_TIMEOUT)
-        try:
-            out, _ = srv.communicate(timeout=CMD_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the server did not end within {CMD_TIMEOUT} s of the client's exit ({cli.returncode}):\n"
-                        f"{cli.stdout}{cli.stderr}\n{server_said(srv)}\n{routers_said(h)}")
-    return srv.returncode, out, cli
+    for attempt in range(tries):
+        with serving(h["server"], argv) as srv:
+            cli = run(h["client"].argv([*(client_argv or argv), h["addr"]]), timeout=CMD_TIMEOUT)
+            try:
+                out, _ = srv.communicate(timeout=CMD_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"the server did not end within {CMD_TIMEOUT} s of the client's exit ({cli.returncode}):\n"
+                            f"{cli.stdout}{cli.stderr}\n{server_said(srv)}\n{routers_said(h)}")
+        if attempt + 1 == tries or PERFTEST_CLOCK not in cli.stdout + cli.stderr + out:
+            return srv.returncode, out, cli
 
 
 def test_devices_lists_vrdma0(one_host):
@@ -325,7 +334,7 @@ SRQ_VARIANTS = {
 def test_perftest_with_an_srq(hosts, free_port, tool, variant):
     src, sout, cli = pair(hosts, [tool, "-p", str(free_port), *SRQ_VARIANTS[(tool, variant)]])
     out = cli.stdout + cli.stderr
-    assert cli.returncode == 0, out + routers_said(hosts)
+    assert cli.returncode == 0, f"{out}\n--- the server printed (exit {src}):\n{sout}\n{routers_said(hosts)}"
     assert src == 0, sout + routers_said(hosts)
     assert "vrdma-verbs:" not in out and "vrdma-verbs:" not in sout
     table = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
