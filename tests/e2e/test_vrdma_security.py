@@ -753,20 +753,26 @@ def test_rkeys_another_router_refuses_are_paced_for_their_tenant(linked_routers)
     64 refusals a tenant's next question about an unknown rkey waits for a pace of 100 a second;
     the other tenant is served meanwhile."""
     a, b = linked_routers
+    cpu_before = cpu_of(a.proc.pid)
+    assert_served(ping_result(start_remote_ping(a, b, 4)))
+    serving_alone = cpu_of(a.proc.pid) - cpu_before  # what the other tenant's ping costs router a
     ping = start_remote_ping(a, b, 4)
     cpu_before = cpu_of(a.proc.pid)
     p = subprocess.Popen([HOSTILE, a.sock, "remote-keys", b.sock, "4"], user=NOBODY, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     out, err = p.communicate(timeout=60)
     cpu = cpu_of(a.proc.pid) - cpu_before
+    print(f"router a: {serving_alone:.2f} s of CPU for the ping alone, {cpu:.2f} s with the refusals")
     assert p.returncode == 0, out + err
     result = dict(kv.split("=", 1) for kv in out.split())
     assert result["refused"] == result["ops"], result
     assert 64 <= int(result["ops"]) <= 64 + 100 * 5, result  # 4 s at 100 a second, a second's slack
     assert_served(ping_result(ping))
     # Requests that wait for the pace (or a key's answer) are no reason to spin: the asking router
-    # spun through all 4 s with them (3.5 s of CPU measured), and uses a fraction of that now.
-    assert cpu < 1.5, f"router a used {cpu:.2f} s of CPU in the 4 s"
+    # spun through all 4 s with them (3.5 s of CPU measured), and uses a fraction of that now. The
+    # ping's own cost (naps beside its spinning client) is measured alone first: CI saw 1.5-1.6 s
+    # in all against a bound of 1.5 s that left it out.
+    assert cpu < serving_alone + 1.0, f"router a used {cpu:.2f} s of CPU in the 4 s, {serving_alone:.2f} s for the ping alone"
 
 
 @as_root
