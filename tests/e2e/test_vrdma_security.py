@@ -2240,6 +2240,27 @@ def test_a_tenant_whose_close_waits_for_a_thread_others_hold_is_not_stalled(rout
     assert r.proc.poll() is None
 
 
+def holds_nothing_up_while_it_waits(router, world, script, *args):
+    """Runs an attack script as nobody against a new router, with the stalled file as its second
+    argument; once it says "sent", other clients' descriptors still close and they are served.
+    Its thread's fault ends with the filesystem, and only then can it be killed."""
+    r = router()
+    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    attack = None
+    try:
+        with stalled_filesystem(world) as file:
+            attack = subprocess.Popen(["/usr/bin/python3", "-c", script, r.sock, str(file), *args], user=NOBODY,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
+            time.sleep(0.3)
+            assert_other_clients_closed_and_served(r, baseline)
+    finally:
+        if attack:
+            attack.kill()
+            attack.communicate(timeout=30)
+    assert r.proc.poll() is None
+
+
 # Holds a Unix stream socket's receive lock: a thread of its own reads the socket into a page of
 # the stalled file, mapped, whose fault waits on a READ never answered; then hands that socket to
 # the router as a stray descriptor and keeps its copy.
@@ -2268,16 +2289,78 @@ def test_a_socket_whose_receive_lock_a_client_holds_holds_up_no_close(router, wo
     non-blocking read of it, to empty it, waited for the lock: every close behind it waited too
     (1,451 descriptors held after 300 clients came and went). Now a Unix socket is never read nor
     closed on the closer, only on a thread of its owner's."""
+    holds_nothing_up_while_it_waits(router, world, HELD_RECEIVE_LOCK)
+
+
+# Holds an epoll set's lock: a thread of its own waits in epoll_wait with its event buffer in a
+# page of the stalled file, mapped, so copying the ready event out faults on a READ never
+# answered. The set watches a `kind` of file (pipe, eventfd, tcp) that it hands the router as a
+# stray descriptor, keeping no copy: the router's close of it is the last.
+HELD_EPOLL = SEND_ONCE_SERVED + """
+import ctypes, mmap, os, select, socket, sys, threading, time
+path, file, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+libc = ctypes.CDLL(None, use_errno=True)
+keep = []
+if kind == "pipe":
+    victim, w = os.pipe()
+    os.write(w, b"x")
+    keep.append(w)
+elif kind == "eventfd":
+    victim = os.eventfd(1)
+else:
+    listener = socket.create_server(("127.0.0.1", 0))
+    s = socket.create_connection(listener.getsockname())
+    peer, _ = listener.accept()
+    peer.send(b"x")
+    victim = s.detach()
+    keep += [listener, peer]
+watching = select.epoll()
+watching.register(victim, select.EPOLLIN)  # ready at once
+f = os.open(file, os.O_RDONLY)
+page = mmap.mmap(f, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+events = ctypes.addressof(ctypes.c_char.from_buffer(page))
+threading.Thread(target=lambda: libc.epoll_wait(watching.fileno(), ctypes.c_void_p(events), 1, -1), daemon=True).start()
+time.sleep(0.5)
+c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+c.connect(path)
+send_once_served(c, [b"x"], [victim])
+os.close(victim)
+print("sent", flush=True)
+sys.stdin.read()
+os._exit(0)
+"""
+
+
+@as_root
+@pytest.mark.parametrize("kind", ["pipe", "eventfd", "tcp"])
+def test_a_file_a_clients_epoll_watches_holds_up_no_close(router, world, kind):
+    """Probe 25: the last close of a file an epoll set watches takes the set's lock, and a client
+    held its set's lock from a thread stuck copying an event into a page of a FUSE file it serves.
+    It passed the router a pipe (an eventfd, a TCP socket) that set watched, and kept no copy: the
+    closer closed pipes and eventfds itself, 'at once', and waited for good; every close behind it
+    waited too, and the router's table filled. Only memfds, which no epoll set can watch, close on
+    the closer now; the rest close on threads of their owner's."""
+    holds_nothing_up_while_it_waits(router, world, HELD_EPOLL, kind)
+
+
+@as_root
+def test_a_kick_a_clients_epoll_watches_holds_up_no_loop(router, world):
+    """Probe 25, the same lock on the router's own descriptor: a router-path QP's kick is an
+    eventfd the router makes and passes to its owner. The owner put its copy in an epoll set whose
+    lock a thread holds, closed the copy and destroyed the QP: the router closed its kick, the last
+    copy, on its loop. The kick now closes on a thread of its owner's, as a passed file does."""
     r = router()
-    baseline = len(os.listdir(f"/proc/{r.proc.pid}/fd"))
+    os.chmod(r.sock, 0o777)
     attack = None
     try:
         with stalled_filesystem(world) as file:
-            attack = subprocess.Popen(["/usr/bin/python3", "-c", HELD_RECEIVE_LOCK, r.sock, str(file)], user=NOBODY,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert attack.stdout.readline().strip() == "sent", attack.stderr.read()
-            time.sleep(0.3)
-            assert_other_clients_closed_and_served(r, baseline)
+            attack = subprocess.Popen([HOSTILE, r.sock, "held-kick", str(file), "30"], user=NOBODY,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            line = attack.stdout.readline()
+            assert line.startswith("armed") and int(line.split("=")[1]) >= 2, line + attack.stderr.read()
+            time.sleep(0.5)
+            assert_served(ping_result(start_ping(r.sock, 1)))
+            assert run([str(BUILD / "vrdma_client"), r.sock, "pd"], timeout=10).returncode == 0
     finally:  # its thread's fault ends with the filesystem, and only then can it be killed
         if attack:
             attack.kill()

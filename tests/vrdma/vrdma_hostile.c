@@ -115,6 +115,13 @@
  *                                          here connected to one at SOCKET_B's router, a 64 B
  *                                          WRITE every millisecond, timed: "rounds=N failed=F
  *                                          worst_ms=W" (F: requests that failed or took 10 s)
+ *   vrdma_hostile SOCKET held-kick FILE SECONDS  two router-path QPs whose kick eventfds (the
+ *                                          router's, passed to this process) an epoll set watches
+ *                                          while a thread holds the set's lock (its epoll_wait
+ *                                          copies a ready event into a page of FILE, which faults
+ *                                          on a READ never answered); this process closes its
+ *                                          copies, prints "armed", and destroys the QPs: the
+ *                                          router's close of each kick is the last; waits SECONDS
  *   vrdma_hostile SOCKET ping SECONDS      the well-behaved tenant: every millisecond a new
  *                                          connection, a PD and a router-path WRITE, timed:
  *                                          "rounds=N failed=F worst_ms=W"
@@ -130,6 +137,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <dirent.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -1454,6 +1463,65 @@ static int ping(struct vrdma_context* ctx, const char* sock, double seconds) {
   return 0;
 }
 
+/* The eventfds this process has open, by number: fds[n] set for each. */
+static void eventfds(char* fds, int max) {
+  memset(fds, 0, (size_t)max);
+  DIR* d = opendir("/proc/self/fd");
+  struct dirent* e;
+  while (d && (e = readdir(d))) {
+    int fd = atoi(e->d_name);
+    char path[64], link[64] = "";
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (fd >= 0 && fd < max && readlink(path, link, sizeof link - 1) > 0 && strcmp(link, "anon_inode:[eventfd]") == 0)
+      fds[fd] = 1;
+  }
+  if (d) closedir(d);
+}
+
+struct held_set {
+  int ep;
+  void* page;
+};
+
+static void* wait_into_page(void* arg) {
+  struct held_set* h = arg;
+  epoll_wait(h->ep, h->page, 1, -1);  /* faults copying the event out, holding the set's lock */
+  return NULL;
+}
+
+static int held_kick(struct vrdma_context* ctx, const char* file, double seconds) {
+  enum { kMaxFd = 4096 };
+  static char before[kMaxFd], after[kMaxFd];
+  eventfds(before, kMaxFd);
+  struct pair p;
+  if (router_pair(ctx, &p, 16)) return die("pair");
+  eventfds(after, kMaxFd);
+  struct held_set h = {epoll_create1(0), NULL};
+  int pv[2];
+  if (h.ep < 0 || pipe(pv) || write(pv[1], "x", 1) != 1) return die("epoll");
+  struct epoll_event ready = {EPOLLIN, {.fd = pv[0]}};
+  epoll_ctl(h.ep, EPOLL_CTL_ADD, pv[0], &ready);
+  int kicks = 0;
+  for (int fd = 0; fd < kMaxFd; ++fd) {
+    if (!after[fd] || before[fd]) continue;
+    struct epoll_event ev = {EPOLLIN, {.fd = fd}};
+    kicks += epoll_ctl(h.ep, EPOLL_CTL_ADD, fd, &ev) == 0;
+  }
+  int f = open(file, O_RDONLY);
+  h.page = f >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, f, 0) : MAP_FAILED;
+  if (h.page == MAP_FAILED) return die("mmap");
+  pthread_t t;
+  pthread_create(&t, NULL, wait_into_page, &h);
+  usleep(500000);
+  for (int fd = 0; fd < kMaxFd; ++fd)
+    if (after[fd] && !before[fd]) close(fd);  /* the library's copies: the router's are the last */
+  printf("armed kicks=%d\n", kicks);
+  vrdma_destroy_qp(p.a);
+  vrdma_destroy_qp(p.b);
+  usleep((useconds_t)(seconds * 1e6));
+  _exit(0);  /* its thread waits in the fault until the filesystem ends */
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: vrdma_hostile SOCKET MODE [ARGS]\n");
@@ -1508,6 +1576,7 @@ int main(int argc, char** argv) {
     rc = withdraw_race(ctx, a1, (unsigned)atoi(argv[4]), atoi(argv[5]));
   else if (strcmp(mode, "remote-ping") == 0) rc = remote_ping(ctx, a1, argc > 4 ? atof(argv[4]) : 1);
   else if (strcmp(mode, "ping") == 0) rc = ping(ctx, argv[1], atof(a1));
+  else if (strcmp(mode, "held-kick") == 0) rc = held_kick(ctx, a1, argc > 4 ? atof(argv[4]) : 30);
   else {
     fprintf(stderr, "vrdma_hostile: unknown mode %s\n", mode);
     rc = 2;

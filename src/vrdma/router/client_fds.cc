@@ -160,21 +160,26 @@ CloseKind close_kind(int fd) {
     bool unix_domain = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
     return unix_domain ? CloseKind::unix_socket : CloseKind::socket;
   }
-  if (!l.empty() && l[0] != '/') return CloseKind::at_once;  // pipe:[...], anon_inode:[eventfd], ...
-  // A file with a path: shared memory (a memfd; F_GET_SEALS is the kernel's answer alone) closes
-  // at once; any other may flush to its filesystem's server, or a tty wait for its output.
-  return !l.empty() && fcntl(fd, F_GET_SEALS) >= 0 ? CloseKind::at_once : CloseKind::may_wait;
+  // Shared memory (a memfd; F_GET_SEALS is the kernel's answer alone) closes at once: no epoll set
+  // can watch it. Any file one can (a pipe, an eventfd, an epoll set) may wait: its last close
+  // takes the lock of each set watching it, which a client holds as long as it likes (an
+  // epoll_wait whose event buffer faults on a FUSE file it never answers). A file with a path may
+  // flush to its filesystem's server, or a tty wait for its output.
+  if (l.empty() || l[0] != '/') return CloseKind::may_wait;  // pipe:[...], anon_inode:[eventfd], ...
+  return fcntl(fd, F_GET_SEALS) >= 0 ? CloseKind::at_once : CloseKind::may_wait;
 }
 
 void FdCloser::close_one(int fd, int64_t owner) {
   CloseKind kind = close_kind(fd);
-  if (stalled(owner) || kind == CloseKind::may_wait || kind == CloseKind::unix_socket)
-    return slow_.close(fd, owner, kind == CloseKind::socket || kind == CloseKind::unix_socket);
+  if (kind == CloseKind::at_once && !stalled(owner)) {
+    close(fd);
+    return;
+  }
   if (kind == CloseKind::socket) {
     linger now{1, 0};  // abortive: a close that waits for unsent data waits for nobody
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
   }
-  close(fd);
+  slow_.close(fd, owner, kind == CloseKind::socket || kind == CloseKind::unix_socket);
 }
 
 }  // namespace rb::vrdma

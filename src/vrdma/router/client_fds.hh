@@ -31,10 +31,12 @@ bool ring_doorbell(int fd);
 // What closing a client's descriptor may wait on, told without a call into its file's filesystem
 // (a FUSE server can hold fstat, fstatfs and ioctl for as long as it holds a close, and refuse
 // root's fstat outright): from its /proc/self/fd link and fcntl(F_GET_SEALS), which the kernel
-// answers alone. at_once: a pipe, an eventfd or other anonymous inode, a memfd; socket: not a
-// Unix one (closed abortively); unix_socket: what is queued in it closes where it is closed, and
-// a client holding a copy can hold up even a non-blocking read of it; may_wait: any other file
-// (a FUSE, NFS or disk file, a device, a tty).
+// answers alone. at_once: a memfd (shared memory no epoll set can watch); socket: not a Unix one
+// (closed abortively); unix_socket: what is queued in it closes where it is closed, and a client
+// holding a copy can hold up even a non-blocking read of it; may_wait: any other file (a pipe, an
+// eventfd or other anonymous inode: the last close of a file an epoll set watches takes that
+// set's lock, which its owner can hold; a FUSE, NFS or disk file, a device, a tty). Sockets of
+// either kind wait for the same lock.
 enum class CloseKind { at_once, socket, unix_socket, may_wait };
 CloseKind close_kind(int fd);
 
@@ -43,8 +45,8 @@ CloseKind close_kind(int fd);
 // gigabytes a client touched takes the kernel a quarter of a second: that happens here too, not
 // on a loop.
 //
-// Only what closes at once is closed here (close_kind); every other close goes to SlowCloses, a
-// thread of its own. A descriptor is counted against its owner (the tenant of the uid that passed
+// Only what closes at once is closed here (close_kind: memfds); every other close goes to
+// SlowCloses, a thread of the owner's. A descriptor is counted against its owner (the tenant of the uid that passed
 // it) until its close returns; an owner is `stalled` with kStalledAt of them in closes begun over
 // kStuckAfterNs ago, or kMostPending of them not closed, and everything more of its is closed on
 // its own threads.

@@ -458,14 +458,14 @@ void Router::wake_recv(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->armed.load(std::memory_order_relaxed)) return;
   q.header()->armed.store(0, std::memory_order_relaxed);
-  ring_bell(q.doorbell);
+  ring_bell(q.doorbell, q.fd_owner);
 }
 
 void Router::wake_send(QpEntry& q) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!q.header()->send_armed.load(std::memory_order_relaxed)) return;
   q.header()->send_armed.store(0, std::memory_order_relaxed);
-  ring_bell(q.send_doorbell ? q.send_doorbell : q.doorbell);
+  ring_bell(q.send_doorbell ? q.send_doorbell : q.doorbell, q.fd_owner);
 }
 
 bool Router::work_waiting(const std::vector<uint32_t>& list) const {

@@ -45,6 +45,7 @@ Router::Reply Router::create_qp(Session& s, const proto::Message& m, UniqueFd& f
   uint32_t num = issue_number(s, u, "QP", err, why);
   if (!num) return error(s, m, err, why);
   QpEntry q{num, req.pd, s.id, 0, false, std::move(fd), std::move(doorbell), {}, {}, std::move(*map), req.mem_len};
+  q.fd_owner = s.owner;
   q.flags = q.header()->flags;  // read once: what the owner asked for at creation
   if (srq) ++srq->users;
   q.srq = std::move(srq);
@@ -232,6 +233,10 @@ void Router::release_qp(uint32_t num) {
   closer_->drop_later(std::make_shared<Mapping>(std::move(it->second.mem)));
   closer_->drop_later(std::move(it->second.srq));
   closer_->close_later(std::move(it->second.fd));
+  // Its owner has (or had) a copy of each of these eventfds, and may have left it in an epoll set
+  // whose lock it holds: the last close of one, here, would wait for that lock (probe 25).
+  for (UniqueFd* bell : {&it->second.kick, &it->second.doorbell, &it->second.send_doorbell})
+    closer_->close_later(std::move(*bell), it->second.fd_owner);
   qps_.erase(it);
 }
 
@@ -285,20 +290,22 @@ Router::Reply Router::send_doorbell(Session& s, const proto::Message& m, UniqueF
   uint32_t num = m.as<proto::Handle>().id;
   if (!s.qps.count(num)) return error(s, m, EINVAL, fmt::format("QP {:#x} is not one of this client's", num));
   if (!fd) return error(s, m, EINVAL, "send_doorbell came without the eventfd");
-  qps_.at(num).send_doorbell = std::move(fd);
+  QpEntry& q = qps_.at(num);
+  closer_->close_later(std::move(q.send_doorbell), q.fd_owner);  // a second one: the first closes off the loop
+  q.send_doorbell = std::move(fd);
   return {proto::encode(Type::done, m.h.seq)};
 }
 
 // Both CQs of the owner: a broken QP wakes whichever it sleeps on.
 void Router::ring(QpEntry& q) {
-  ring_bell(q.doorbell);
-  ring_bell(q.send_doorbell);
+  ring_bell(q.doorbell, q.fd_owner);
+  ring_bell(q.send_doorbell, q.fd_owner);
 }
 
-void Router::ring_bell(UniqueFd& bell) {
+void Router::ring_bell(UniqueFd& bell, int64_t owner) {
   if (!bell || ring_doorbell(bell.get())) return;
   log_limited("doorbell", "a client made its CQ's eventfd blocking: the router rings it no more");
-  closer_->close_later(std::move(bell));
+  closer_->close_later(std::move(bell), owner);
 }
 
 uint32_t Router::issue_number(const Session& s, TenantUsage& u, const char* what, int& err, std::string& why) {

@@ -215,6 +215,9 @@ struct QpEntry {
   int thread = -1;                 // router path: the data thread that moves it (-1: the control thread)
   std::unique_ptr<RemoteQp> remote;  // its peer is on another host
   std::shared_ptr<SrqEntry> srq;     // where its receives come from, when not its own ring
+  // Whom its descriptors count against when they close (its session's Session::owner): each is
+  // an eventfd its owner has a copy of, and may watch from an epoll set whose lock it holds.
+  int64_t fd_owner = -1;
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
 
@@ -386,7 +389,7 @@ class Router final : private LinkSink {
   void resume_accepting();
   void ring(QpEntry& q);
   // Rings a doorbell; one its client made blocking is dropped (see ring_doorbell).
-  void ring_bell(UniqueFd& bell);
+  void ring_bell(UniqueFd& bell, int64_t owner);
   // Router path (data_path.cc): runs the requests of router-path QPs; true when any moved.
   // `busy`: some QP moved and has more it could move now (worth spinning for).
   // One turn over `list`, starting one further each turn; each tenant moves at most its share.
