@@ -4,9 +4,11 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -40,6 +42,24 @@ TEST(SlowCloses, OnlyWhatClosesAtOnceStaysOnTheCloser) {
   EXPECT_EQ(close_kind(self), CloseKind::may_wait);
   EXPECT_EQ(close_kind(-1), CloseKind::may_wait);
   for (int fd : {mem, ev, sv[0], sv[1], pv[0], pv[1], tcp, null, self}) close(fd);
+}
+
+// A memfd is told by what the kernel answers for shared memory alone, not by its name: any
+// filesystem can have a path that starts "/memfd:" (a FUSE mount there, whose pages the router
+// would fault on). Making one at the root needs root; elsewhere the test skips.
+TEST(FdKind, AFileNamedLikeAMemfdIsNone) {
+  int mem = memfd_create("t", MFD_CLOEXEC);
+  EXPECT_EQ(fd_kind(mem), FdKind::memfd);
+  close(mem);
+  std::string dir = "/memfd:rb-unit-" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0700) != 0) GTEST_SKIP() << "cannot make " << dir << " (not root)";
+  std::string path = dir + "/f";
+  int f = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(f, 0);
+  EXPECT_EQ(fd_kind(f), FdKind::other);
+  close(f);
+  unlink(path.c_str());
+  rmdir(dir.c_str());
 }
 
 // A descriptor given is counted against its owner until its close returns, and its thread ends.

@@ -63,7 +63,9 @@ FdKind fd_kind(int fd) {
   if (fd < 0) return FdKind::none;
   std::string l = link_of(fd);
   if (l == "anon_inode:[eventfd]") return FdKind::eventfd;
-  if (l.rfind("/memfd:", 0) == 0) return FdKind::memfd;
+  // The name alone is a path any filesystem may have (a FUSE mount at /memfd:x, whose pages the
+  // router would then fault on); F_GET_SEALS is answered by shared memory alone.
+  if (l.rfind("/memfd:", 0) == 0 && fcntl(fd, F_GET_SEALS) >= 0) return FdKind::memfd;
   return FdKind::other;
 }
 
