@@ -217,7 +217,7 @@ struct QpEntry {
   std::shared_ptr<SrqEntry> srq;     // where its receives come from, when not its own ring
   // Whom its descriptors count against when they close (its session's Session::owner): each is
   // an eventfd its owner has a copy of, and may watch from an epoll set whose lock it holds.
-  int64_t fd_owner = -1;
+  int64_t fd_owner = FdCloser::kNoOwner;
   proto::QpHeader* header() const { return reinterpret_cast<proto::QpHeader*>(mem.data()); }
 };
 
